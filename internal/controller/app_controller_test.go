@@ -17,71 +17,293 @@ limitations under the License.
 package controller
 
 import (
-	"context"
+	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
 )
 
-var _ = Describe("App Controller", func() {
-	Context("When reconciling a resource", func() {
-		const (
-			resourceName      = "test-resource"
-			resourceNamespace = "default"
-		)
+var namespaceCounter int
 
-		ctx := context.Background()
+// newNamespace creates a namespace of its own for one spec.
+func newNamespace() string {
+	namespaceCounter++
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("apps-%d-%d", GinkgoParallelProcess(), namespaceCounter)}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
 
-		typeNamespacedName := types.NamespacedName{
-			Name:      resourceName,
-			Namespace: resourceNamespace,
+func newApp(ns, name, selector string, minReady int32) *demov1alpha1.App {
+	app := &demov1alpha1.App{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       demov1alpha1.AppSpec{Selector: selector, MinReady: minReady},
+	}
+	Expect(k8sClient.Create(ctx, app)).To(Succeed())
+	return app
+}
+
+func newPod(ns, name string, labels map[string]string) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	return pod
+}
+
+// bind assigns pod to node through the binding subresource, as the scheduler does.
+func bind(pod *corev1.Pod, node string) {
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	Expect(k8sClient.SubResource("binding").Create(ctx, pod, binding)).To(Succeed())
+}
+
+// setPodStatus writes phase and the Ready condition, as the kubelet does.
+func setPodStatus(pod *corev1.Pod, phase corev1.PodPhase, ready bool) {
+	Eventually(func() error {
+		var current corev1.Pod
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), &current); err != nil {
+			return err
 		}
-		app := &demov1alpha1.App{}
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		current.Status.Phase = phase
+		current.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+		return k8sClient.Status().Update(ctx, &current)
+	}).Should(Succeed())
+}
 
-		BeforeEach(func() {
-			By("creating the custom resource for the Kind App")
-			err := k8sClient.Get(ctx, typeNamespacedName, app)
-			if err != nil && errors.IsNotFound(err) {
-				resource := &demov1alpha1.App{
-					ObjectMeta: metav1.ObjectMeta{
-						Name:      resourceName,
-						Namespace: resourceNamespace,
-					},
-					// TODO(user): Specify other spec details if needed.
-				}
-				Expect(k8sClient.Create(ctx, resource)).To(Succeed())
+// observed is the part of an App's status the specs compare exactly.
+type observed struct {
+	Pods, Ready, Nodes      int32
+	Phases                  map[string]int32
+	Available, Progressing  metav1.ConditionStatus
+	ObservedGenerationMatch bool
+}
+
+func observe(key types.NamespacedName) func(Gomega) observed {
+	return func(g Gomega) observed {
+		var app demov1alpha1.App
+		g.Expect(k8sClient.Get(ctx, key, &app)).To(Succeed())
+		o := observed{Pods: app.Status.Pods, Ready: app.Status.Ready, Nodes: app.Status.Nodes, Phases: app.Status.Phases,
+			ObservedGenerationMatch: app.Status.ObservedGeneration == app.Generation}
+		if c := meta.FindStatusCondition(app.Status.Conditions, ConditionAvailable); c != nil {
+			o.Available = c.Status
+		}
+		if c := meta.FindStatusCondition(app.Status.Conditions, ConditionProgressing); c != nil {
+			o.Progressing = c.Status
+		}
+		return o
+	}
+}
+
+var _ = Describe("App controller on deltacache's cache", func() {
+	const timeout, interval = 20 * time.Second, 100 * time.Millisecond
+
+	It("converges status as pods are created, scheduled, become ready, fail and are deleted", func() {
+		ns := newNamespace()
+		other := newNamespace()
+		app := newApp(ns, "web", "", 2) // no selector: the App's name selects app=web
+		key := client.ObjectKeyFromObject(app)
+
+		By("an App without pods is not available")
+		Eventually(observe(key), timeout, interval).Should(Equal(observed{
+			Available: metav1.ConditionFalse, Progressing: metav1.ConditionFalse, ObservedGenerationMatch: true,
+		}))
+
+		By("three pods with app=web appear; look-alikes elsewhere are ignored")
+		pods := []*corev1.Pod{
+			newPod(ns, "web-0", map[string]string{"app": "web", "tier": "front"}),
+			newPod(ns, "web-1", map[string]string{"app": "web"}),
+			newPod(ns, "web-2", map[string]string{"app": "web"}),
+		}
+		newPod(ns, "db-0", map[string]string{"app": "db"})
+		newPod(ns, "unlabelled", nil)
+		newPod(other, "web-0", map[string]string{"app": "web"})
+		Eventually(observe(key), timeout, interval).Should(Equal(observed{
+			Pods: 3, Phases: map[string]int32{"Pending": 3},
+			Available: metav1.ConditionFalse, Progressing: metav1.ConditionTrue, ObservedGenerationMatch: true,
+		}))
+
+		By("the pods are scheduled on two nodes and two of them become ready")
+		bind(pods[0], "node-a")
+		bind(pods[1], "node-b")
+		bind(pods[2], "node-b")
+		setPodStatus(pods[0], corev1.PodRunning, true)
+		setPodStatus(pods[1], corev1.PodRunning, true)
+		setPodStatus(pods[2], corev1.PodRunning, false)
+		Eventually(observe(key), timeout, interval).Should(Equal(observed{
+			Pods: 3, Ready: 2, Nodes: 2, Phases: map[string]int32{"Running": 3},
+			Available: metav1.ConditionTrue, Progressing: metav1.ConditionTrue, ObservedGenerationMatch: true,
+		}))
+
+		By("a ready pod fails")
+		setPodStatus(pods[0], corev1.PodFailed, false)
+		Eventually(observe(key), timeout, interval).Should(Equal(observed{
+			Pods: 3, Ready: 1, Nodes: 2, Phases: map[string]int32{"Running": 2, "Failed": 1},
+			Available: metav1.ConditionFalse, Progressing: metav1.ConditionTrue, ObservedGenerationMatch: true,
+		}))
+
+		By("the failed pod is deleted and the last one becomes ready")
+		Expect(k8sClient.Delete(ctx, pods[0], client.GracePeriodSeconds(0))).To(Succeed())
+		setPodStatus(pods[2], corev1.PodRunning, true)
+		Eventually(observe(key), timeout, interval).Should(Equal(observed{
+			Pods: 2, Ready: 2, Nodes: 1, Phases: map[string]int32{"Running": 2},
+			Available: metav1.ConditionTrue, Progressing: metav1.ConditionFalse, ObservedGenerationMatch: true,
+		}))
+
+		By("raising minReady bumps the generation and turns Available false")
+		Eventually(func() error {
+			var current demov1alpha1.App
+			if err := k8sClient.Get(ctx, key, &current); err != nil {
+				return err
 			}
-		})
+			current.Spec.MinReady = 3
+			return k8sClient.Update(ctx, &current)
+		}, timeout, interval).Should(Succeed())
+		Eventually(observe(key), timeout, interval).Should(Equal(observed{
+			Pods: 2, Ready: 2, Nodes: 1, Phases: map[string]int32{"Running": 2},
+			Available: metav1.ConditionFalse, Progressing: metav1.ConditionFalse, ObservedGenerationMatch: true,
+		}))
+	})
 
-		AfterEach(func() {
-			// TODO(user): Cleanup logic after each test, like removing the resource instance.
-			resource := &demov1alpha1.App{}
-			err := k8sClient.Get(ctx, typeNamespacedName, resource)
-			Expect(err).NotTo(HaveOccurred())
+	It("finds pods through spec.selector and maps pod events back to the App", func() {
+		ns := newNamespace()
+		app := newApp(ns, "worker", "batch", 1)
+		key := client.ObjectKeyFromObject(app)
+		newPod(ns, "worker-0", map[string]string{"app": "worker"}) // the App's name, not its selector
+		pod := newPod(ns, "batch-0", map[string]string{"app": "batch"})
+		bind(pod, "node-c")
+		setPodStatus(pod, corev1.PodRunning, true)
+		Eventually(observe(key), timeout, interval).Should(Equal(observed{
+			Pods: 1, Ready: 1, Nodes: 1, Phases: map[string]int32{"Running": 1},
+			Available: metav1.ConditionTrue, Progressing: metav1.ConditionFalse, ObservedGenerationMatch: true,
+		}))
 
-			By("Cleanup the specific resource instance App")
-			Expect(k8sClient.Delete(ctx, resource)).To(Succeed())
-		})
-		It("should successfully reconcile the resource", func() {
-			By("Reconciling the created resource")
-			controllerReconciler := &AppReconciler{
-				Client: k8sClient,
-				Scheme: k8sClient.Scheme(),
+		By("relabelling the pod away removes it from the App")
+		Eventually(func() error {
+			var current corev1.Pod
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), &current); err != nil {
+				return err
 			}
+			current.Labels["app"] = "something-else"
+			return k8sClient.Update(ctx, &current)
+		}, timeout, interval).Should(Succeed())
+		Eventually(observe(key), timeout, interval).Should(Equal(observed{
+			Available: metav1.ConditionFalse, Progressing: metav1.ConditionFalse, ObservedGenerationMatch: true,
+		}))
+	})
 
-			_, err := controllerReconciler.Reconcile(ctx, reconcile.Request{
-				NamespacedName: typeNamespacedName,
-			})
+	It("writes status only when it changed", func() {
+		ns := newNamespace()
+		app := newApp(ns, "quiet", "", 1)
+		key := client.ObjectKeyFromObject(app)
+		pod := newPod(ns, "quiet-0", map[string]string{"app": "quiet"})
+		setPodStatus(pod, corev1.PodRunning, true)
+		Eventually(observe(key), timeout, interval).Should(HaveField("Ready", int32(1)))
+
+		// Reconcile synchronously, through the manager's cached client, once the cache has
+		// caught up with the server's copy of the App.
+		reconciler := &AppReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}
+		serverRV := func() string {
+			var a demov1alpha1.App
+			Expect(k8sClient.Get(ctx, key, &a)).To(Succeed())
+			return a.ResourceVersion
+		}
+		cacheCaughtUp := func(rv string) {
+			Eventually(func() string {
+				var a demov1alpha1.App
+				Expect(mgr.GetClient().Get(ctx, key, &a)).To(Succeed())
+				return a.ResourceVersion
+			}, timeout, interval).Should(Equal(rv))
+		}
+		rv := serverRV()
+		cacheCaughtUp(rv)
+
+		By("reconciling an App whose status is current writes nothing")
+		for range 3 {
+			_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 			Expect(err).NotTo(HaveOccurred())
-			// TODO(user): Add more specific assertions depending on your controller's reconciliation logic.
-			// Example: If you expect a certain status condition after reconciliation, verify it here.
-		})
+		}
+		Expect(serverRV()).To(Equal(rv))
+
+		By("after a pod changed, the controller writes the new status and a further reconcile writes nothing")
+		setPodStatus(pod, corev1.PodRunning, false)
+		Eventually(func(g Gomega) {
+			var cached corev1.Pod
+			g.Expect(mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(pod), &cached)).To(Succeed())
+			g.Expect(podReady(&cached)).To(BeFalse())
+		}, timeout, interval).Should(Succeed())
+		Eventually(observe(key), timeout, interval).Should(HaveField("Ready", int32(0)))
+		rv = serverRV()
+		cacheCaughtUp(rv)
+		_, err := reconciler.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(serverRV()).To(Equal(rv))
+	})
+})
+
+var _ = Describe("Indexes served by deltacache", func() {
+	It("answers the reconciler's pod List from the label:app index, not by a scan", func() {
+		ns := newNamespace()
+		app := newApp(ns, "indexed", "", 1)
+		newPod(ns, "indexed-0", map[string]string{"app": "indexed"})
+		podGVK := corev1.SchemeGroupVersion.WithKind("Pod")
+		Eventually(observe(client.ObjectKeyFromObject(app)), 20*time.Second).Should(HaveField("Pods", int32(1)))
+
+		before := managerCache.ListStats(podGVK)
+		var pods corev1.PodList
+		Expect(mgr.GetClient().List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{AppLabel: "indexed"})).To(Succeed())
+		after := managerCache.ListStats(podGVK)
+		Expect(pods.Items).To(HaveLen(1))
+		Expect(pods.Items[0].Name).To(Equal("indexed-0"))
+		Expect(after.LabelIndex - before.LabelIndex).To(Equal(uint64(1)))
+		Expect(after.Scan).To(Equal(before.Scan))
+		Expect(after.NamespaceIndex).To(Equal(before.NamespaceIndex))
+		// Every pod List the controller made so far went through the index.
+		Expect(after.Scan).To(BeZero())
+		Expect(after.LabelIndex).To(BeNumerically(">=", 2))
+	})
+
+	It("returns exactly the Apps selected by spec.selector, per namespace and across namespaces", func() {
+		nsA, nsB := newNamespace(), newNamespace()
+		newApp(nsA, "shop", "", 1)            // selector "shop" (its name)
+		newApp(nsA, "shop-canary", "shop", 1) // selector "shop"
+		newApp(nsA, "cart", "", 1)
+		newApp(nsB, "shop", "", 1)
+		newApp(nsB, "other", "cart", 1)
+
+		names := func(opts ...client.ListOption) []string {
+			var apps demov1alpha1.AppList
+			Expect(mgr.GetClient().List(ctx, &apps, opts...)).To(Succeed())
+			out := make([]string, 0, len(apps.Items))
+			for _, a := range apps.Items {
+				out = append(out, a.Namespace+"/"+a.Name)
+			}
+			return out
+		}
+		Eventually(func() []string {
+			return names(client.MatchingFields{AppSelectorField: "shop"})
+		}, 10*time.Second).Should(ConsistOf(nsA+"/shop", nsA+"/shop-canary", nsB+"/shop"))
+		Expect(names(client.InNamespace(nsA), client.MatchingFields{AppSelectorField: "shop"})).
+			To(ConsistOf(nsA+"/shop", nsA+"/shop-canary"))
+		Expect(names(client.InNamespace(nsB), client.MatchingFields{AppSelectorField: "cart"})).
+			To(ConsistOf(nsB + "/other"))
+		Expect(names(client.MatchingFields{AppSelectorField: "cart"})).To(ConsistOf(nsA+"/cart", nsB+"/other"))
+		Expect(names(client.MatchingFields{AppSelectorField: "nothing"})).To(BeEmpty())
 	})
 })

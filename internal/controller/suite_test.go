@@ -27,12 +27,16 @@ import (
 
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
+	dcache "github.com/deltacache/deltacache/pkg/cache"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -45,6 +49,10 @@ var (
 	testEnv   *envtest.Environment
 	cfg       *rest.Config
 	k8sClient client.Client
+	// mgr runs the App controller on deltacache's cache, wired as cmd/main.go wires it.
+	mgr ctrl.Manager
+	// managerCache is mgr's cache, as deltacache's concrete type (for its ListStats).
+	managerCache *dcache.Cache
 )
 
 func TestControllers(t *testing.T) {
@@ -83,7 +91,29 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(k8sClient).NotTo(BeNil())
+
+	By("starting the manager on deltacache's cache")
+	mgr, err = ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme.Scheme,
+		NewCache:               dcache.NewWith(dcache.WithLabelIndexes(AppLabel)),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptrTo(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	var ok bool
+	managerCache, ok = mgr.GetCache().(*dcache.Cache)
+	Expect(ok).To(BeTrue(), "the manager's cache is %T, not deltacache's", mgr.GetCache())
+	Expect(SetupIndexes(ctx, mgr)).To(Succeed())
+	Expect((&AppReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}).SetupWithManager(mgr)).To(Succeed())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 })
+
+func ptrTo[T any](v T) *T { return &v }
 
 var _ = AfterSuite(func() {
 	By("tearing down the test environment")
@@ -99,7 +129,7 @@ var _ = AfterSuite(func() {
 //
 // This function streamlines the process by finding the required binaries, similar to
 // setting the 'KUBEBUILDER_ASSETS' environment variable. To ensure the binaries are
-// properly set up, run 'make setup-envtest' beforehand.
+// properly set up, run 'make envtest' beforehand.
 func getFirstFoundEnvTestBinaryDir() string {
 	basePath := filepath.Join("..", "..", "bin", "k8s")
 	entries, err := os.ReadDir(basePath)
