@@ -1,5 +1,4 @@
 //go:build e2e
-// +build e2e
 
 /*
 Copyright 2026.
@@ -20,100 +19,134 @@ limitations under the License.
 package e2e
 
 import (
-	"fmt"
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/deltacache/deltacache/test/utils"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
 )
+
+// The e2e suite runs the manager binary as its own process against a real kube-apiserver and
+// etcd (the binaries `make envtest` builds), authenticated as a user that holds only the
+// ClusterRole controller-gen generated from the RBAC markers. `make test-e2e` builds the binary
+// and sets MANAGER_BINARY; without it the suite builds one.
+
+const managerUser = "deltacache-manager"
 
 var (
-	// managerImage is the manager image to be built and loaded for testing.
-	managerImage = "example.com/deltacache:v0.0.1"
-	// shouldCleanupCertManager tracks whether CertManager was installed by this suite.
-	shouldCleanupCertManager = false
+	testEnv   *envtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client
+	manager   *exec.Cmd
+	logs      = &syncBuffer{}
+	projDir   = filepath.Join("..", "..")
 )
 
-// TestE2E runs the e2e test suite to validate the solution in an isolated environment.
-// The default setup requires Kind and CertManager.
-//
-// To enable kubectl kuberc (use custom kubectl configurations), set: KUBECTL_KUBERC=true
-// By default, kuberc is disabled to ensure consistent test behavior across different environments.
-// To skip CertManager installation, set: CERT_MANAGER_INSTALL_SKIP=true
+// syncBuffer collects the manager's output for assertions while copying it to GinkgoWriter.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, _ = GinkgoWriter.Write(p)
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	_, _ = fmt.Fprintf(GinkgoWriter, "Starting deltacache e2e test suite\n")
 	RunSpecs(t, "e2e suite")
 }
 
 var _ = BeforeSuite(func() {
-	By("building the manager image")
-	cmd := exec.Command("make", "docker-build", fmt.Sprintf("IMG=%s", managerImage))
-	_, err := utils.Run(cmd)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "Failed to build the manager image")
+	Expect(demov1alpha1.AddToScheme(scheme.Scheme)).To(Succeed())
 
-	// TODO(user): If you want to change the e2e test vendor from Kind,
-	// ensure the image is built and available, then remove the following block.
-	By("loading the manager image on Kind")
-	err = utils.LoadImageToKindClusterWithName(managerImage)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "Failed to load the manager image into Kind")
+	By("starting a control plane with the CRDs installed")
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(projDir, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	Expect(err).NotTo(HaveOccurred())
 
-	configureKubectlKubeRC()
-	setupCertManager()
+	By("granting the manager's user the generated manager-role, and nothing else")
+	roleYAML, err := os.ReadFile(filepath.Join(projDir, "config", "rbac", "role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var role rbacv1.ClusterRole
+	Expect(yaml.Unmarshal(roleYAML, &role)).To(Succeed())
+	Expect(k8sClient.Create(context.Background(), &role)).To(Succeed())
+	Expect(k8sClient.Create(context.Background(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "deltacache-manager"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: managerUser}},
+	})).To(Succeed())
+	user, err := testEnv.AddUser(envtest.User{Name: managerUser}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfigPath := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+
+	binary := os.Getenv("MANAGER_BINARY")
+	if binary == "" {
+		By("building the manager")
+		binary = filepath.Join(GinkgoT().TempDir(), "manager")
+		build := exec.Command("go", "build", "-o", binary, "./cmd")
+		build.Dir = projDir
+		out, err := build.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+	}
+
+	By("starting the manager process")
+	manager = exec.Command(binary, "--kubeconfig="+kubeconfigPath, "--local-control-plane=false",
+		"--health-probe-bind-address=0", "--metrics-bind-address=0")
+	manager.Stdout, manager.Stderr = logs, logs
+	Expect(manager.Start()).To(Succeed())
 })
 
 var _ = AfterSuite(func() {
-	teardownCertManager()
+	if manager != nil && manager.Process != nil {
+		By("stopping the manager with SIGTERM")
+		Expect(manager.Process.Signal(syscall.SIGTERM)).To(Succeed())
+		done := make(chan error, 1)
+		go func() { done <- manager.Wait() }()
+		select {
+		case err := <-done:
+			Expect(err).NotTo(HaveOccurred(), "the manager should exit cleanly on SIGTERM")
+		case <-time.After(30 * time.Second):
+			_ = manager.Process.Kill()
+			Fail("the manager did not stop within 30s of SIGTERM")
+		}
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
 })
-
-// Disable kubectl kuberc by default for test isolation.
-// This prevents local kubectl configurations from affecting test behavior.
-// To enable kuberc, set: KUBECTL_KUBERC=true
-func configureKubectlKubeRC() {
-	if os.Getenv("KUBECTL_KUBERC") != "true" {
-		By("disabling kubectl kuberc for test isolation")
-		err := os.Setenv("KUBECTL_KUBERC", "false")
-		ExpectWithOffset(1, err).NotTo(HaveOccurred(), "Failed to disable kubectl kuberc")
-		_, _ = fmt.Fprintf(GinkgoWriter,
-			"kubectl kuberc disabled for consistent test behavior (override with KUBECTL_KUBERC=true)\n")
-	} else {
-		_, _ = fmt.Fprintf(GinkgoWriter, "kubectl kuberc enabled (KUBECTL_KUBERC=true)\n")
-	}
-}
-
-// setupCertManager installs CertManager if needed for webhook tests.
-// Skips installation if CERT_MANAGER_INSTALL_SKIP=true or if already present.
-func setupCertManager() {
-	if os.Getenv("CERT_MANAGER_INSTALL_SKIP") == "true" {
-		_, _ = fmt.Fprintf(GinkgoWriter, "Skipping CertManager installation (CERT_MANAGER_INSTALL_SKIP=true)\n")
-		return
-	}
-
-	By("checking if CertManager is already installed")
-	if utils.IsCertManagerCRDsInstalled() {
-		_, _ = fmt.Fprintf(GinkgoWriter, "CertManager is already installed. Skipping installation.\n")
-		return
-	}
-
-	// Mark for cleanup before installation to handle interruptions and partial installs.
-	shouldCleanupCertManager = true
-
-	By("installing CertManager")
-	Expect(utils.InstallCertManager()).To(Succeed(), "Failed to install CertManager")
-}
-
-// teardownCertManager uninstalls CertManager if it was installed by setupCertManager.
-// This ensures we only remove what we installed.
-func teardownCertManager() {
-	if !shouldCleanupCertManager {
-		_, _ = fmt.Fprintf(GinkgoWriter, "Skipping CertManager cleanup (not installed by this suite)\n")
-		return
-	}
-
-	By("uninstalling CertManager")
-	utils.UninstallCertManager()
-}
