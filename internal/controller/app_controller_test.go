@@ -296,9 +296,12 @@ var _ = Describe("Indexes served by deltacache", func() {
 			}
 			return out
 		}
-		Eventually(func() []string {
-			return names(client.MatchingFields{AppSelectorField: "shop"})
-		}, 10*time.Second).Should(ConsistOf(nsA+"/shop", nsA+"/shop-canary", nsB+"/shop"))
+		// Wait until the cache has seen all five Apps, then query.
+		Eventually(func() int {
+			return len(names(client.InNamespace(nsA))) + len(names(client.InNamespace(nsB)))
+		}, 10*time.Second).Should(Equal(5))
+		Expect(names(client.MatchingFields{AppSelectorField: "shop"})).
+			To(ConsistOf(nsA+"/shop", nsA+"/shop-canary", nsB+"/shop"))
 		Expect(names(client.InNamespace(nsA), client.MatchingFields{AppSelectorField: "shop"})).
 			To(ConsistOf(nsA+"/shop", nsA+"/shop-canary"))
 		Expect(names(client.InNamespace(nsB), client.MatchingFields{AppSelectorField: "cart"})).

@@ -1,0 +1,303 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache/cacheapi"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/deltacache/deltacache/pkg/informer"
+)
+
+// Cache is deltacache's informer cache. It implements controller-runtime's cache.Cache
+// (client.Reader plus Informers) and cacheapi.Informers, so that
+// client.CacheOptions.EnableReadYourWritesConsistency can use it. Build it with New or
+// NewWith; the zero value is not usable. All methods are safe for concurrent use.
+type Cache struct {
+	config         *rest.Config
+	httpClient     *http.Client
+	scheme         *runtime.Scheme
+	mapper         meta.RESTMapper
+	codecs         serializer.CodecFactory
+	paramCodec     runtime.ParameterCodec
+	dynamicClient  dynamic.Interface
+	metadataClient metadata.Interface
+
+	settings                    Config
+	scopes                      *scopeResolver
+	readerFailOnMissingInformer bool
+	watchErrorHandler           toolscache.WatchErrorHandlerWithContext
+	log                         logr.Logger
+
+	informers *informerMap
+	stats     listStatsRegistry
+
+	// listWatcher builds the ListerWatcher of one scope; newListWatch except in tests.
+	listWatcher func(key entryKey, mapping *meta.RESTMapping, namespaced bool,
+		opts informer.ListWatchOptions) (toolscache.ListerWatcher, error)
+}
+
+var (
+	_ crcache.Cache        = (*Cache)(nil)
+	_ cacheapi.Informers   = (*Cache)(nil)
+	_ crcache.NewCacheFunc = New
+)
+
+// New builds a Cache with deltacache's default settings (no label indexes); it has the
+// signature of controller-runtime's cache.NewCacheFunc, so it can be set as
+// manager.Options.NewCache. New(cfg, opts) is NewWith()(cfg, opts).
+func New(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
+	return NewWith()(cfg, opts)
+}
+
+// NewWith returns a cache.NewCacheFunc that builds a Cache with deltacache's own
+// settings (see Config) on top of controller-runtime's Options:
+//
+//	NewCache: cache.NewWith(cache.WithLabelIndexes("app"))
+//
+// The returned function defaults opts as controller-runtime's cache.New does: Scheme to
+// client-go's scheme.Scheme, HTTPClient to rest.HTTPClientFor(cfg), Mapper to
+// apiutil.NewDynamicRESTMapper. It honours every Options field, with
+// controller-runtime's precedence ByObject → DefaultNamespaces[namespace] → Default*,
+// except NewInformer: a non-nil NewInformer is an error, because deltacache supplies
+// its own informers. Other errors: nil cfg, invalid Config (label keys, page size),
+// ByObject types that are unknown to the Scheme or RESTMapper or have Namespaces set
+// although cluster-scoped. The returned cache does nothing until Start.
+func NewWith(options ...Option) crcache.NewCacheFunc {
+	return func(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
+		var settings Config
+		for _, option := range options {
+			option(&settings)
+		}
+		return newCache(cfg, opts, settings)
+	}
+}
+
+func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, error) {
+	if cfg == nil {
+		return nil, errors.New("deltacache: rest.Config must not be nil")
+	}
+	if opts.NewInformer != nil {
+		return nil, errors.New("deltacache: cache.Options.NewInformer is not supported: " +
+			"deltacache supplies its own informers (pkg/informer); leave NewInformer nil")
+	}
+	settings, err := settings.complete()
+	if err != nil {
+		return nil, err
+	}
+	if settings.Logger.GetSink() == nil {
+		settings.Logger = logf.Log.WithName("deltacache")
+	}
+
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	if opts.HTTPClient == nil {
+		if opts.HTTPClient, err = rest.HTTPClientFor(cfg); err != nil {
+			return nil, fmt.Errorf("could not create HTTP client from config: %w", err)
+		}
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	if opts.Mapper == nil {
+		if opts.Mapper, err = apiutil.NewDynamicRESTMapper(cfg, opts.HTTPClient); err != nil {
+			return nil, fmt.Errorf("could not create RESTMapper from config: %w", err)
+		}
+	}
+	scopes, err := newScopeResolver(opts)
+	if err != nil {
+		return nil, err
+	}
+
+	// The dynamic and metadata clients bring their own serializers.
+	plain := rest.CopyConfig(cfg)
+	plain.NegotiatedSerializer = nil
+	dynamicClient, err := dynamic.NewForConfigAndClient(plain, opts.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("could not create dynamic client: %w", err)
+	}
+	metadataClient, err := metadata.NewForConfigAndClient(plain, opts.HTTPClient)
+	if err != nil {
+		return nil, fmt.Errorf("could not create metadata client: %w", err)
+	}
+
+	c := &Cache{
+		config:                      cfg,
+		httpClient:                  opts.HTTPClient,
+		scheme:                      opts.Scheme,
+		mapper:                      opts.Mapper,
+		codecs:                      serializer.NewCodecFactory(opts.Scheme),
+		paramCodec:                  runtime.NewParameterCodec(opts.Scheme),
+		dynamicClient:               dynamicClient,
+		metadataClient:              metadataClient,
+		settings:                    settings,
+		scopes:                      scopes,
+		readerFailOnMissingInformer: opts.ReaderFailOnMissingInformer,
+		watchErrorHandler:           opts.DefaultWatchErrorHandler,
+		log:                         settings.Logger,
+		informers:                   newInformerMap(settings.Logger),
+	}
+	c.listWatcher = c.newListWatch
+	return c, nil
+}
+
+// GetInformer returns the informer of obj's GVK and Go type (typed,
+// *unstructured.Unstructured or *metav1.PartialObjectMetadata, whose GVK must be set),
+// creating it if needed; it is started at once if the cache has started. Its handlers
+// receive objects of that Go type. The informer is an *informer.SharedIndexInformer, or,
+// when the kind is cached in several namespaces, an informer fanning out to one per
+// namespace.
+//
+// Unless BlockUntilSynced(false) is given, GetInformer waits, once the cache has
+// started, until the informer has synced; it returns a Timeout error if ctx ends first
+// and, promptly, the informer's list/watch error if it is one retrying cannot fix (see
+// Config.WaitThroughSyncErrors). Before Start it never waits. Errors also when the GVK
+// cannot be determined or has no REST mapping (*meta.NoKindMatchError).
+func (c *Cache) GetInformer(
+	ctx context.Context, obj client.Object, opts ...crcache.InformerGetOption,
+) (crcache.Informer, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
+	if err != nil {
+		return nil, err
+	}
+	e, _, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj, false, blockUntilSynced(opts))
+	if err != nil {
+		return nil, err
+	}
+	return e.informer, nil
+}
+
+// GetInformerForKind is GetInformer for a GVK: a typed informer if the Scheme knows the
+// kind, an *unstructured.Unstructured one otherwise (controller-runtime errors for kinds
+// missing from the Scheme).
+func (c *Cache) GetInformerForKind(
+	ctx context.Context, gvk schema.GroupVersionKind, opts ...crcache.InformerGetOption,
+) (crcache.Informer, error) {
+	var obj runtime.Object
+	if c.scheme.Recognizes(gvk) {
+		typed, err := c.scheme.New(gvk)
+		if err != nil {
+			return nil, err
+		}
+		obj = typed
+	} else {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		obj = u
+	}
+	e, _, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj, false, blockUntilSynced(opts))
+	if err != nil {
+		return nil, err
+	}
+	return e.informer, nil
+}
+
+// RemoveInformer stops the informer of obj's GVK and Go type and forgets it; it is a
+// no-op if there is none. Handlers registered on it receive no further events; the next
+// read or GetInformer of that kind creates a fresh informer (without the indexes added
+// to the old one). Errors only when obj's GVK cannot be determined.
+func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
+	if err != nil {
+		return err
+	}
+	key := entryKey{gvk: gvk, shape: shapeOf(obj)}
+	if c.informers.remove(key) {
+		c.log.V(1).Info("informer removed", "informer", key.String())
+	}
+	return nil
+}
+
+// Start runs every informer created so far, and every informer created later as soon
+// as it is created. It blocks until ctx ends, then waits for the informers to stop and
+// returns nil. A second call returns an error.
+func (c *Cache) Start(ctx context.Context) error {
+	return c.informers.Start(ctx)
+}
+
+// WaitForCacheSync waits until Start has been called, then until every informer that
+// exists at the time of the call has synced. It returns false if ctx ends first.
+func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
+	return c.informers.WaitForCacheSync(ctx)
+}
+
+// NeedLeaderElection returns false: the cache runs on every replica, as
+// controller-runtime's does.
+func (c *Cache) NeedLeaderElection() bool {
+	return false
+}
+
+// getEntry returns the informer entry of key, creating it (unless failOnMissing, which
+// returns ErrResourceNotCached instead) and, when block and the cache has started,
+// waiting for it to sync. started reports whether the cache has started; callers that
+// read return ErrCacheNotStarted when it is false, after the entry was created (as in
+// controller-runtime, so that Start runs it).
+func (c *Cache) getEntry(
+	ctx context.Context, key entryKey, obj runtime.Object, failOnMissing, block bool,
+) (e *entry, started bool, err error) {
+	e, started, ok := c.informers.peek(key)
+	if !ok {
+		if failOnMissing {
+			return nil, started, &crcache.ErrResourceNotCached{GVK: key.gvk}
+		}
+		built, err := c.newEntry(key)
+		if err != nil {
+			return nil, started, err
+		}
+		var added bool
+		e, started, added = c.informers.add(built)
+		if added {
+			c.log.V(1).Info("informer created", "informer", key.String(), "scopes", len(e.scopes), "started", started)
+		}
+	}
+	if block && started {
+		if err := waitForSync(ctx, e, obj, c.settings.WaitThroughSyncErrors); err != nil {
+			return nil, started, err
+		}
+	}
+	return e, started, nil
+}
+
+// blockUntilSynced applies InformerGetOptions; the default is to block.
+func blockUntilSynced(opts []crcache.InformerGetOption) bool {
+	var o crcache.InformerGetOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o.BlockUntilSynced == nil || *o.BlockUntilSynced
+}

@@ -1,0 +1,179 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+//nolint:goconst // Test fixtures read better as literals.
+package cache
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deltacache/deltacache/pkg/informer"
+)
+
+func TestNewRejectsNewInformer(t *testing.T) {
+	_, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, crcache.Options{
+		Mapper: testMapper(),
+		NewInformer: func(
+			toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers,
+		) toolscache.SharedIndexInformer {
+			return nil
+		},
+	})
+	if err == nil || !strings.Contains(err.Error(), "NewInformer") || !strings.Contains(err.Error(), "its own informers") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestNewWithRejectsInvalidLabelIndexKeys(t *testing.T) {
+	newCache := NewWith(WithLabelIndexes("app", "not a key!"))
+	_, err := newCache(&rest.Config{Host: "http://127.0.0.1:1"}, crcache.Options{Mapper: testMapper()})
+	if err == nil || !strings.Contains(err.Error(), `"not a key!"`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestNewRejectsNilConfig(t *testing.T) {
+	if _, err := New(nil, crcache.Options{}); err == nil {
+		t.Error("nil config accepted")
+	}
+}
+
+func TestNewWithDeduplicatesLabelIndexesAndDefaultsTheRest(t *testing.T) {
+	newCache := NewWith(WithLabelIndexes("app", "tier"), WithLabelIndexes("app"))
+	c, err := newCache(&rest.Config{Host: "http://127.0.0.1:1"}, crcache.Options{Mapper: testMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := c.(*Cache)
+	if !slices.Equal(dc.settings.LabelIndexes, []string{"app", "tier"}) {
+		t.Errorf("label indexes = %v", dc.settings.LabelIndexes)
+	}
+	if dc.scheme == nil || dc.httpClient == nil || dc.mapper == nil || dc.settings.Logger.GetSink() == nil {
+		t.Error("Scheme, HTTPClient, Mapper or Logger not defaulted")
+	}
+	got := dc.baseIndexers()
+	if len(got) != 3 || got["label:app"] == nil || got["label:tier"] == nil || got["namespace"] == nil {
+		t.Errorf("base indexers = %v", got)
+	}
+}
+
+func TestOptionsReachTheListWatchAndTheTransform(t *testing.T) {
+	api := newFakeAPI(t,
+		configMap("a", "x", nil),
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1", Labels: map[string]string{"app": "web"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p2", Labels: map[string]string{"app": "web"}}},
+	)
+	var mu sync.Mutex
+	var transformedKinds []string
+	c := newTestCache(t, api, crcache.Options{
+		DefaultTransform: func(in any) (any, error) {
+			obj := in.(client.Object)
+			mu.Lock()
+			transformedKinds = append(transformedKinds, obj.GetObjectKind().GroupVersionKind().Kind)
+			mu.Unlock()
+			obj.SetAnnotations(map[string]string{"transformed": "yes"})
+			return obj, nil
+		},
+		DefaultEnableWatchBookmarks: new(false),
+		ByObject: map[client.Object]crcache.ByObject{&corev1.Pod{}: {
+			Label:     labels.SelectorFromSet(labels.Set{"app": "web"}),
+			Field:     fields.OneTermEqualSelector("metadata.name", "p1"),
+			Transform: func(in any) (any, error) { return in, nil },
+		}},
+	})
+	startCache(t, c)
+	ctx := testCtx(t)
+
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "x"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Annotations["transformed"] != "yes" {
+		t.Errorf("DefaultTransform not applied: annotations %v", cm.Annotations)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(t, &pods); !slices.Equal(got, []string{"a/p1"}) {
+		t.Errorf("pods = %v, want only a/p1 (ByObject selectors)", got)
+	}
+	if pods.Items[0].Annotations["transformed"] != "" {
+		t.Error("ByObject.Transform did not replace DefaultTransform")
+	}
+	mu.Lock()
+	if !slices.Equal(transformedKinds, []string{"ConfigMap"}) {
+		t.Errorf("DefaultTransform saw kinds %q, want [ConfigMap] (with GVK set)", transformedKinds)
+	}
+	mu.Unlock()
+
+	for _, call := range api.listCalls() {
+		switch call.gvk {
+		case gvkConfigMap:
+			want := informer.ListWatchOptions{}
+			if call.opts != want {
+				t.Errorf("config map list/watch options = %+v, want %+v", call.opts, want)
+			}
+		case gvkPod:
+			want := informer.ListWatchOptions{LabelSelector: "app=web", FieldSelector: "metadata.name=p1"}
+			if call.opts != want {
+				t.Errorf("pod list/watch options = %+v, want %+v", call.opts, want)
+			}
+		}
+	}
+}
+
+func TestDefaultWatchErrorHandlerSeesListErrors(t *testing.T) {
+	api := newFakeAPI(t)
+	api.setListError(apierrors.NewServiceUnavailable("down for maintenance"))
+	errs := make(chan error, 100)
+	c := newTestCache(t, api, crcache.Options{
+		DefaultWatchErrorHandler: func(_ context.Context, _ *toolscache.Reflector, err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		},
+	})
+	startCache(t, c)
+	if _, err := c.GetInformer(testCtx(t), &corev1.ConfigMap{}, crcache.BlockUntilSynced(false)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		if !apierrors.IsServiceUnavailable(err) {
+			t.Errorf("handler got %v, want the ServiceUnavailable list error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("DefaultWatchErrorHandler was not called")
+	}
+}

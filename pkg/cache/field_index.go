@@ -1,0 +1,176 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// AllNamespacesIndexPrefix is the namespace part of the index values that match an
+// object whatever its namespace: field and label indexes store "<ns>/<value>" and
+// "__all_namespaces/<value>" for a namespaced object, and only the latter for a
+// cluster-scoped one. The same convention as controller-runtime's field indexes.
+const AllNamespacesIndexPrefix = "__all_namespaces"
+
+// FieldIndexName returns the name of the index IndexField registers for field:
+// "field:<field>", as controller-runtime names it.
+func FieldIndexName(field string) string {
+	return "field:" + field
+}
+
+// KeyToNamespacedKey returns the index value of value in namespace ns: "<ns>/<value>",
+// or "__all_namespaces/<value>" when ns is "" (all namespaces or cluster scope).
+func KeyToNamespacedKey(ns, value string) string {
+	if ns != "" {
+		return ns + "/" + value
+	}
+	return AllNamespacesIndexPrefix + "/" + value
+}
+
+// errNonExactFieldMatch is controller-runtime's error text for field selectors with
+// operators other than "=" and "==".
+var errNonExactFieldMatch = errors.New("non-exact field matches are not supported by the cache")
+
+// IndexField adds an index named "field:<field>" to the informer of obj's kind and
+// shape, creating the informer if needed (without waiting for it to sync, also after
+// the cache started; an index added to a running informer is back-filled). For every
+// value v that extractValue returns, the index stores "<ns>/<v>" and
+// "__all_namespaces/<v>" for a namespaced object and only "__all_namespaces/<v>" for a
+// cluster-scoped one, so List with MatchingFields{field: v} finds it with or without
+// InNamespace. The objects passed to extractValue are of the informer's Go type.
+//
+// Errors: obj's GVK is unknown or has no REST mapping, or an index with that name
+// already exists on the informer. Follows controller-runtime's informerCache.IndexField.
+func (c *Cache) IndexField(
+	ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc,
+) error {
+	informer, err := c.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if err := informer.AddIndexers(toolscache.Indexers{FieldIndexName(field): fieldIndexFunc(extractValue)}); err != nil {
+		return fmt.Errorf("adding field index %q for %T: %w", field, obj, err)
+	}
+	return nil
+}
+
+// fieldIndexFunc wraps extractValue into an IndexFunc that namespaces its values.
+func fieldIndexFunc(extractValue client.IndexerFunc) toolscache.IndexFunc {
+	return func(raw any) ([]string, error) {
+		obj, ok := raw.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("object of type %T is not an Object", raw)
+		}
+		ns := obj.GetNamespace()
+		values := extractValue(obj)
+		if ns == "" {
+			out := make([]string, len(values))
+			for i, v := range values {
+				out[i] = KeyToNamespacedKey("", v)
+			}
+			return out, nil
+		}
+		out := make([]string, 2*len(values))
+		for i, v := range values {
+			out[i] = KeyToNamespacedKey(ns, v)
+			out[i+len(values)] = KeyToNamespacedKey("", v)
+		}
+		return out, nil
+	}
+}
+
+// validateFieldSelector returns an error unless every requirement of sel is an exact
+// match ("=" or "=="); a selector without requirements is not exact either, as in
+// controller-runtime.
+func validateFieldSelector(sel fields.Selector) error {
+	reqs := sel.Requirements()
+	if len(reqs) == 0 {
+		return errNonExactFieldMatch
+	}
+	for _, req := range reqs {
+		if req.Operator != selection.Equals && req.Operator != selection.DoubleEquals {
+			return errNonExactFieldMatch
+		}
+	}
+	return nil
+}
+
+// missingFieldIndexes returns an error naming every requirement of reqs whose
+// "field:<name>" index does not exist on indexer.
+func missingFieldIndexes(indexer toolscache.Indexer, reqs fields.Requirements, kind string) error {
+	indexers := indexer.GetIndexers()
+	var missing []string
+	for _, req := range reqs {
+		if _, ok := indexers[FieldIndexName(req.Field)]; !ok && !slices.Contains(missing, req.Field) {
+			missing = append(missing, req.Field)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("index with name %s does not exist for %s: "+
+		"register it with IndexField(ctx, obj, %q, extractValue) before listing with MatchingFields",
+		FieldIndexName(missing[0]), kind, missing[0])
+}
+
+// candidatesByFields answers an exact field selector: the first requirement is looked up
+// in its index ("<ns>/<v>", or "__all_namespaces/<v>" when namespace is ""), every
+// further requirement re-runs its index function over those candidates (controller-runtime's
+// byIndexes, PR #2512).
+func candidatesByFields(indexer toolscache.Indexer, reqs fields.Requirements, namespace string) ([]any, error) {
+	first := reqs[0]
+	objs, err := indexer.ByIndex(FieldIndexName(first.Field), KeyToNamespacedKey(namespace, first.Value))
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) == 0 || len(reqs) == 1 {
+		return objs, nil
+	}
+	indexers := indexer.GetIndexers()
+	for _, req := range reqs[1:] {
+		name := FieldIndexName(req.Field)
+		fn, ok := indexers[name]
+		if !ok {
+			return nil, fmt.Errorf("index with name %s does not exist", name)
+		}
+		want := KeyToNamespacedKey(namespace, req.Value)
+		kept := make([]any, 0, len(objs))
+		for _, obj := range objs {
+			values, err := fn(obj)
+			if err != nil {
+				return nil, err
+			}
+			if slices.Contains(values, want) {
+				kept = append(kept, obj)
+			}
+		}
+		if len(kept) == 0 {
+			return nil, nil
+		}
+		objs = kept
+	}
+	return objs, nil
+}

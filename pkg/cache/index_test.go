@@ -1,0 +1,181 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+//nolint:goconst // Test fixtures read better as literals.
+package cache
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deltacache/deltacache/pkg/informer"
+)
+
+func TestLabelIndexFuncEmitsNamespacedAndAllNamespacesValues(t *testing.T) {
+	fn := labelIndexFunc("app")
+	got, err := fn(configMap("a", "x", map[string]string{"app": "web"}))
+	if err != nil || !slices.Equal(got, []string{"a/web", "__all_namespaces/web"}) {
+		t.Errorf("namespaced: %v %v", got, err)
+	}
+	got, _ = fn(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"app": "web"}}})
+	if !slices.Equal(got, []string{"__all_namespaces/web"}) {
+		t.Errorf("cluster-scoped: %v", got)
+	}
+	got, _ = fn(configMap("a", "x", map[string]string{"other": "web"}))
+	if len(got) != 0 {
+		t.Errorf("without the label: %v", got)
+	}
+	got, _ = fn(configMap("a", "x", map[string]string{"app": ""}))
+	if !slices.Equal(got, []string{"a/", "__all_namespaces/"}) {
+		t.Errorf("empty value: %v", got)
+	}
+}
+
+func TestFieldIndexFuncFollowsControllerRuntimeConvention(t *testing.T) {
+	fn := fieldIndexFunc(func(o client.Object) []string { return []string{"x", "y"} })
+	got, err := fn(configMap("a", "n", nil))
+	if err != nil || !slices.Equal(got, []string{"a/x", "a/y", "__all_namespaces/x", "__all_namespaces/y"}) {
+		t.Errorf("namespaced: %v %v", got, err)
+	}
+	got, _ = fn(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	if !slices.Equal(got, []string{"__all_namespaces/x", "__all_namespaces/y"}) {
+		t.Errorf("cluster-scoped: %v", got)
+	}
+	if _, err := fn("not an object"); err == nil {
+		t.Error("non-object accepted")
+	}
+}
+
+func TestIndexableLabelRequirements(t *testing.T) {
+	indexed := []string{"app", "tier"}
+	for _, tc := range []struct {
+		selector string
+		want     []labelLookup
+	}{
+		{"app=web", []labelLookup{{"app", []string{"web"}}}},
+		{"app==web,tier in (a,b)", []labelLookup{{"app", []string{"web"}}, {"tier", []string{"a", "b"}}}},
+		{"app!=web,tier notin (a),!app,tier", nil},
+		{"other=x", nil},
+		{"other=x,app in (z)", []labelLookup{{"app", []string{"z"}}}},
+	} {
+		sel, err := labels.Parse(tc.selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := indexableLabelRequirements(sel, indexed)
+		if !slices.EqualFunc(got, tc.want, func(a, b labelLookup) bool {
+			return a.key == b.key && slices.Equal(a.values, b.values)
+		}) {
+			t.Errorf("%q: got %v, want %v", tc.selector, got, tc.want)
+		}
+	}
+	if got := indexableLabelRequirements(labels.Nothing(), indexed); got != nil {
+		t.Errorf("Nothing(): %v", got)
+	}
+	if got := indexableLabelRequirements(nil, indexed); got != nil {
+		t.Errorf("nil: %v", got)
+	}
+}
+
+func newTestIndexer(t *testing.T, objs ...any) toolscache.Indexer {
+	t.Helper()
+	indexers := labelIndexers([]string{"app", "tier"})
+	indexers[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
+	byLabel := func(key string) client.IndexerFunc {
+		return func(o client.Object) []string { return []string{o.GetLabels()[key]} }
+	}
+	indexers[FieldIndexName("tier")] = fieldIndexFunc(byLabel("tier"))
+	indexers[FieldIndexName("app")] = fieldIndexFunc(byLabel("app"))
+	idx := informer.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	for _, obj := range objs {
+		if err := idx.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return idx
+}
+
+func namesOf(objs []any) []string {
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		cm := o.(*corev1.ConfigMap)
+		out = append(out, cm.Namespace+"/"+cm.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestCandidatesByLabelsPicksTheNarrowestLookup(t *testing.T) {
+	idx := newTestIndexer(t,
+		configMap("a", "w1", map[string]string{"app": "web", "tier": "front"}),
+		configMap("a", "w2", map[string]string{"app": "web", "tier": "back"}),
+		configMap("b", "w3", map[string]string{"app": "web", "tier": "back"}),
+		configMap("b", "d1", map[string]string{"app": "db", "tier": "back"}),
+	)
+	lookups := []labelLookup{{"tier", []string{"back"}}, {"app", []string{"db"}}}
+	got, err := candidatesByLabels(idx, lookups, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"b/d1"}; !slices.Equal(namesOf(got), want) {
+		t.Errorf("narrowest: got %v, want %v (app=db has one object, tier=back three)", namesOf(got), want)
+	}
+	got, _ = candidatesByLabels(idx, []labelLookup{{"app", []string{"web", "db"}}}, "b")
+	if want := []string{"b/d1", "b/w3"}; !slices.Equal(namesOf(got), want) {
+		t.Errorf("in (web,db) in b: got %v, want %v", namesOf(got), want)
+	}
+	got, _ = candidatesByLabels(idx, []labelLookup{{"app", []string{"web"}}, {"tier", []string{"none"}}}, "")
+	if len(got) != 0 {
+		t.Errorf("empty lookup: got %v", namesOf(got))
+	}
+}
+
+func TestCandidatesByFieldsUsesFirstRequirementAndFiltersTheRest(t *testing.T) {
+	idx := newTestIndexer(t,
+		configMap("a", "w1", map[string]string{"app": "web", "tier": "front"}),
+		configMap("a", "w2", map[string]string{"app": "web", "tier": "back"}),
+		configMap("b", "w3", map[string]string{"app": "web", "tier": "back"}),
+	)
+	sel := fields.SelectorFromSet(fields.Set{"tier": "back", "app": "web"})
+	if err := validateFieldSelector(sel); err != nil {
+		t.Fatal(err)
+	}
+	got, err := candidatesByFields(idx, sel.Requirements(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a/w2", "b/w3"}; !slices.Equal(namesOf(got), want) {
+		t.Errorf("all namespaces: got %v, want %v", namesOf(got), want)
+	}
+	got, _ = candidatesByFields(idx, sel.Requirements(), "b")
+	if want := []string{"b/w3"}; !slices.Equal(namesOf(got), want) {
+		t.Errorf("namespace b: got %v, want %v", namesOf(got), want)
+	}
+	if err := validateFieldSelector(fields.Everything()); err == nil {
+		t.Error("an empty field selector counted as exact")
+	}
+	missing := fields.SelectorFromSet(fields.Set{"nope": "x"}).Requirements()
+	if err := missingFieldIndexes(idx, missing, "ConfigMap"); err == nil {
+		t.Error("missing index not reported")
+	}
+}

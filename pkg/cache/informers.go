@@ -1,0 +1,345 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/deltacache/deltacache/pkg/informer"
+)
+
+// shape is the Go type an informer lists, watches, stores and hands out.
+type shape uint8
+
+const (
+	// shapeTyped: the Go type registered in the Scheme for the GVK (REST client).
+	shapeTyped shape = iota
+	// shapeUnstructured: *unstructured.Unstructured (dynamic client).
+	shapeUnstructured
+	// shapeMetadata: *metav1.PartialObjectMetadata (metadata client).
+	shapeMetadata
+)
+
+func (s shape) String() string {
+	switch s {
+	case shapeUnstructured:
+		return "unstructured"
+	case shapeMetadata:
+		return "metadata"
+	default:
+		return "typed"
+	}
+}
+
+// shapeOf returns the shape of obj, a single object or a list, by its Go type, as
+// controller-runtime's informersByType does.
+func shapeOf(obj runtime.Object) shape {
+	switch obj.(type) {
+	case runtime.Unstructured:
+		return shapeUnstructured
+	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
+		return shapeMetadata
+	default:
+		return shapeTyped
+	}
+}
+
+// entryKey identifies an informer entry: one per (GVK, shape).
+type entryKey struct {
+	gvk   schema.GroupVersionKind
+	shape shape
+}
+
+// String names the entry in logs and errors as "Kind.version.group", followed by the
+// shape unless typed: "Pod.v1", "Deployment.v1.apps (metadata)".
+func (k entryKey) String() string {
+	name := k.gvk.Kind + "." + k.gvk.Version
+	if k.gvk.Group != "" {
+		name += "." + k.gvk.Group
+	}
+	if k.shape != shapeTyped {
+		name += " (" + k.shape.String() + ")"
+	}
+	return name
+}
+
+// entry is the informer state of one (GVK, shape): one scoped informer per watch scope
+// (usually one; one per namespace when namespaces are configured).
+type entry struct {
+	key        entryKey
+	namespaced bool
+	// restricted: namespaces were configured, see scopeSet.restricted.
+	restricted bool
+	scopes     []*scopedInformer
+	// informer is what GetInformer returns: the scope's *informer.SharedIndexInformer when
+	// there is one scope, a multiNamespaceInformer over all scopes otherwise.
+	informer crcache.Informer
+}
+
+// scopedInformer is one running (or runnable) informer of an entry.
+type scopedInformer struct {
+	scope    watchScope
+	informer *informer.SharedIndexInformer
+	// indexer is the informer's live store, fetched once.
+	indexer toolscache.Indexer
+
+	// cancel stops the informer; nil until it is started. Guarded by informerMap.mu.
+	cancel context.CancelFunc
+	// stopped is closed once the informer will never run (again): when RunWithContext
+	// returned, or when it was removed or the cache stopped before it could start.
+	stopped   chan struct{}
+	closeOnce sync.Once
+}
+
+func (s *scopedInformer) markStopped() {
+	s.closeOnce.Do(func() { close(s.stopped) })
+}
+
+// informerMap tracks the entries and runs their informers: created lazily, started
+// with the cache, started immediately when created after Start, stopped on removal
+// or when Start's context ends. It follows controller-runtime's internal.Informers.
+type informerMap struct {
+	log logr.Logger
+
+	mu      sync.RWMutex
+	entries map[entryKey]*entry
+	// started is true once Start ran; ctx is Start's context.
+	started bool
+	ctx     context.Context
+	// stopped is true once Start's context ended; no informer starts after that.
+	stopped bool
+	// startWait is closed when Start has started the informers.
+	startWait chan struct{}
+	wg        sync.WaitGroup
+}
+
+func newInformerMap(log logr.Logger) *informerMap {
+	return &informerMap{
+		log:       log,
+		entries:   make(map[entryKey]*entry),
+		startWait: make(chan struct{}),
+	}
+}
+
+// errAlreadyStarted is returned by a second Start.
+var errAlreadyStarted = errors.New("deltacache: informer cache already started")
+
+// Start runs every informer known now and every informer created later, then blocks
+// until ctx ends, waits for the informers to return and returns nil. A second call
+// returns an error at once.
+func (m *informerMap) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started {
+		m.mu.Unlock()
+		return errAlreadyStarted
+	}
+	m.ctx = ctx
+	for _, e := range m.entries {
+		for _, s := range e.scopes {
+			m.startLocked(e, s)
+		}
+	}
+	m.started = true
+	close(m.startWait)
+	m.mu.Unlock()
+
+	<-ctx.Done()
+
+	m.mu.Lock()
+	m.stopped = true
+	m.mu.Unlock()
+	m.wg.Wait()
+	return nil
+}
+
+// startLocked runs s in a goroutine with a context derived from Start's. m.mu is held.
+func (m *informerMap) startLocked(e *entry, s *scopedInformer) {
+	if m.stopped {
+		s.markStopped()
+		return
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	s.cancel = cancel
+	log := m.log.WithValues("informer", e.key.String())
+	if s.scope.namespace != "" {
+		log = log.WithValues("namespace", s.scope.namespace)
+	}
+	m.wg.Go(func() {
+		defer s.markStopped()
+		defer cancel()
+		s.informer.RunWithContext(logr.NewContext(ctx, log))
+	})
+}
+
+// peek returns the entry of key, if any, and whether the cache has started.
+func (m *informerMap) peek(key entryKey) (*entry, bool, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.entries[key]
+	return e, m.started, ok
+}
+
+// add stores e unless an entry for its key appeared meanwhile, and starts it if the
+// cache has started. It returns the entry in the map, whether the cache has started
+// and whether e was added.
+func (m *informerMap) add(e *entry) (*entry, bool, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if existing, ok := m.entries[e.key]; ok {
+		return existing, m.started, false
+	}
+	m.entries[e.key] = e
+	if m.started {
+		for _, s := range e.scopes {
+			m.startLocked(e, s)
+		}
+	}
+	return e, m.started, true
+}
+
+// remove stops the informers of key and forgets the entry; false if there was none. Handlers registered on
+// them get no further events; a later read creates a fresh informer (without the
+// indexes added with IndexField to the old one), as in controller-runtime.
+func (m *informerMap) remove(key entryKey) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	if !ok {
+		return false
+	}
+	delete(m.entries, key)
+	for _, s := range e.scopes {
+		if s.cancel != nil {
+			s.cancel()
+		} else {
+			s.markStopped()
+		}
+	}
+	return true
+}
+
+// snapshot returns the scoped informers of every entry existing now.
+func (m *informerMap) snapshot() []*scopedInformer {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*scopedInformer
+	for _, e := range m.entries {
+		out = append(out, e.scopes...)
+	}
+	return out
+}
+
+// WaitForCacheSync waits until Start was called, then until every informer that exists
+// now has synced (informers removed meanwhile are not waited for). It returns false if
+// ctx ends first.
+func (m *informerMap) WaitForCacheSync(ctx context.Context) bool {
+	select {
+	case <-m.startWait:
+	case <-ctx.Done():
+		return false
+	}
+	for _, s := range m.snapshot() {
+		select {
+		case <-s.informer.HasSyncedChecker().Done():
+		case <-s.stopped:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// syncErrorPollInterval is how often a blocking read checks the informer's LastError.
+const syncErrorPollInterval = 50 * time.Millisecond
+
+// waitForSync blocks until every scoped informer of e has synced. It returns
+//   - a Timeout error (apierrors.IsTimeout) when ctx ends first, carrying the informer's
+//     last list/watch error if it has one;
+//   - the informer's last error, wrapped, as soon as it is one retrying cannot fix
+//     (see isPermanentSyncError), unless waitThroughErrors;
+//   - an error when the informer stops (removed, or the cache stopped) before syncing.
+//
+// obj only names the Go type in the Timeout error, as controller-runtime does.
+func waitForSync(ctx context.Context, e *entry, obj runtime.Object, waitThroughErrors bool) error {
+	for _, s := range e.scopes {
+		if err := s.waitForSync(ctx, e.key, obj, waitThroughErrors); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *scopedInformer) waitForSync(
+	ctx context.Context, key entryKey, obj runtime.Object, waitThroughErrors bool,
+) error {
+	if s.informer.HasSynced() {
+		return nil
+	}
+	synced := s.informer.HasSyncedChecker().Done()
+	ticker := time.NewTicker(syncErrorPollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-synced:
+			return nil
+		case <-s.stopped:
+			if s.informer.HasSynced() {
+				return nil
+			}
+			return fmt.Errorf("informer for %s stopped before it synced (removed, or the cache stopped)", key)
+		case <-ctx.Done():
+			timeout := apierrors.NewTimeoutError(fmt.Sprintf("failed waiting for %T Informer to sync", obj), 0)
+			if last := s.informer.LastError(); last != nil {
+				return fmt.Errorf("%w; last list/watch error of the %s informer: %w", timeout, key, last)
+			}
+			return timeout
+		case <-ticker.C:
+			if waitThroughErrors {
+				continue
+			}
+			if last := s.informer.LastError(); last != nil && isPermanentSyncError(last) {
+				return fmt.Errorf("informer for %s cannot sync: %w", key, last)
+			}
+		}
+	}
+}
+
+// isPermanentSyncError reports whether err, returned by a list or watch, will keep the
+// informer from syncing until something outside it changes (RBAC, a CRD, the request):
+// retrying with backoff will not help, so a blocking read returns it instead of waiting.
+func isPermanentSyncError(err error) bool {
+	return apierrors.IsForbidden(err) ||
+		apierrors.IsUnauthorized(err) ||
+		apierrors.IsNotFound(err) ||
+		apierrors.IsMethodNotSupported(err) ||
+		apierrors.IsBadRequest(err) ||
+		apierrors.IsInvalid(err) ||
+		apierrors.IsNotAcceptable(err) ||
+		apierrors.IsUnsupportedMediaType(err)
+}

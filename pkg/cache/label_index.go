@@ -1,0 +1,140 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cache
+
+import (
+	"fmt"
+	"slices"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// LabelIndexName returns the name of the index deltacache keeps for label key key
+// (declared with WithLabelIndexes): "label:<key>".
+func LabelIndexName(key string) string {
+	return "label:" + key
+}
+
+// labelIndexers returns the "label:<key>" indexers for keys.
+func labelIndexers(keys []string) toolscache.Indexers {
+	indexers := make(toolscache.Indexers, len(keys))
+	for _, key := range keys {
+		indexers[LabelIndexName(key)] = labelIndexFunc(key)
+	}
+	return indexers
+}
+
+// labelIndexFunc indexes an object by the value of its label key: "<ns>/<value>" and
+// "__all_namespaces/<value>" for a namespaced object, "__all_namespaces/<value>" for a
+// cluster-scoped one, nothing when the label is absent. An empty label value is a value
+// like any other ("app=" matches objects whose label app is "").
+func labelIndexFunc(key string) toolscache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		m, err := apimeta.Accessor(obj)
+		if err != nil {
+			return nil, fmt.Errorf("label index %s: %w", LabelIndexName(key), err)
+		}
+		value, ok := m.GetLabels()[key]
+		if !ok {
+			return nil, nil
+		}
+		if ns := m.GetNamespace(); ns != "" {
+			return []string{KeyToNamespacedKey(ns, value), KeyToNamespacedKey("", value)}, nil
+		}
+		return []string{KeyToNamespacedKey("", value)}, nil
+	}
+}
+
+// labelLookup is one requirement of a label selector that an index can answer: the
+// objects whose label key has one of values.
+type labelLookup struct {
+	key    string
+	values []string
+}
+
+// indexableLabelRequirements returns the requirements of sel that a "label:<key>" index
+// answers: "=", "==" and "in" on a key in indexed. Other operators ("!=", "notin",
+// "exists", "!", comparisons) and keys without an index are left to filtering.
+func indexableLabelRequirements(sel labels.Selector, indexed []string) []labelLookup {
+	if sel == nil || len(indexed) == 0 {
+		return nil
+	}
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return nil
+	}
+	var lookups []labelLookup
+	for i := range reqs {
+		req := &reqs[i]
+		switch req.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+		default:
+			continue
+		}
+		if !slices.Contains(indexed, req.Key()) {
+			continue
+		}
+		lookups = append(lookups, labelLookup{key: req.Key(), values: req.Values().List()})
+	}
+	return lookups
+}
+
+// candidatesByLabels returns the objects of the narrowest lookup: for every lookup it
+// counts the index keys of its values (in namespace, or across namespaces when namespace
+// is ""), then fetches the objects of the lookup with the fewest. The caller filters the
+// candidates with the whole selector, so the result is the intersection of all lookups
+// without building it. An object carries one value per label key, so the objects of the
+// values of one lookup are distinct.
+func candidatesByLabels(indexer toolscache.Indexer, lookups []labelLookup, namespace string) ([]any, error) {
+	best := 0
+	if len(lookups) > 1 {
+		bestCount := -1
+		for i, lookup := range lookups {
+			count := 0
+			for _, value := range lookup.values {
+				keys, err := indexer.IndexKeys(LabelIndexName(lookup.key), KeyToNamespacedKey(namespace, value))
+				if err != nil {
+					return nil, err
+				}
+				count += len(keys)
+			}
+			if bestCount < 0 || count < bestCount {
+				best, bestCount = i, count
+			}
+			if count == 0 {
+				return nil, nil
+			}
+		}
+	}
+	lookup := lookups[best]
+	var objs []any
+	for _, value := range lookup.values {
+		found, err := indexer.ByIndex(LabelIndexName(lookup.key), KeyToNamespacedKey(namespace, value))
+		if err != nil {
+			return nil, err
+		}
+		if objs == nil {
+			objs = found
+		} else {
+			objs = append(objs, found...)
+		}
+	}
+	return objs, nil
+}

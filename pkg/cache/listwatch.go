@@ -1,0 +1,184 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cache
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/deltacache/deltacache/pkg/informer"
+)
+
+// newEntry builds (but does not start) the informers of key: it maps the GVK to its
+// resource and scope with the RESTMapper, resolves the watch scopes from the options,
+// and builds one ListerWatcher and one informer per scope. It talks to the API server
+// only through the RESTMapper (discovery), never lists or watches.
+func (c *Cache) newEntry(key entryKey) (*entry, error) {
+	mapping, err := c.mapper.RESTMapping(key.gvk.GroupKind(), key.gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	set := c.scopes.scopesFor(key.gvk, namespaced)
+
+	e := &entry{key: key, namespaced: namespaced, restricted: set.restricted}
+	for _, scope := range set.scopes {
+		if !namespaced {
+			scope.namespace = ""
+		}
+		lw, err := c.listWatcher(key, mapping, namespaced, listWatchOptions(scope))
+		if err != nil {
+			return nil, err
+		}
+		example, err := c.exampleObject(key)
+		if err != nil {
+			return nil, err
+		}
+		name := key.String()
+		if scope.namespace != "" {
+			name += " in namespace " + scope.namespace
+		}
+		inf := informer.NewSharedIndexInformer(lw, example, informer.Options{
+			Name:              name,
+			ResyncPeriod:      jitter(scope.syncPeriod),
+			Indexers:          c.baseIndexers(),
+			Transform:         stampGVK(key.gvk, scope.transform),
+			WatchErrorHandler: c.watchErrorHandler,
+			Logger:            c.log.WithValues("informer", name),
+			PageSize:          c.settings.ListPageSize,
+		})
+		e.scopes = append(e.scopes, &scopedInformer{
+			scope:    scope,
+			informer: inf,
+			indexer:  inf.GetIndexer(),
+			stopped:  make(chan struct{}),
+		})
+	}
+	if len(e.scopes) == 1 {
+		e.informer = e.scopes[0].informer
+	} else {
+		e.informer = newMultiNamespaceInformer(e.scopes)
+	}
+	return e, nil
+}
+
+// baseIndexers are the indexes every informer starts with: the namespace index and one
+// "label:<key>" index per key of Config.LabelIndexes.
+func (c *Cache) baseIndexers() toolscache.Indexers {
+	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
+	maps.Copy(indexers, labelIndexers(c.settings.LabelIndexes))
+	return indexers
+}
+
+// exampleObject returns a fresh object of key's shape with its GVK set.
+func (c *Cache) exampleObject(key entryKey) (runtime.Object, error) {
+	switch key.shape {
+	case shapeUnstructured:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(key.gvk)
+		return u, nil
+	case shapeMetadata:
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(key.gvk)
+		return m, nil
+	default:
+		obj, err := c.scheme.New(key.gvk)
+		if err != nil {
+			return nil, err
+		}
+		obj.GetObjectKind().SetGroupVersionKind(key.gvk)
+		return obj, nil
+	}
+}
+
+// listWatchOptions returns the ListWatchOptions of a scope: its namespace, its
+// server-side selectors, and bookmarks when the scope enables them.
+func listWatchOptions(scope watchScope) informer.ListWatchOptions {
+	opts := informer.ListWatchOptions{
+		Namespace:           scope.namespace,
+		AllowWatchBookmarks: scope.enableWatchBookmarks,
+	}
+	if scope.label != nil {
+		opts.LabelSelector = scope.label.String()
+	}
+	if scope.field != nil {
+		opts.FieldSelector = scope.field.String()
+	}
+	return opts
+}
+
+// newListWatch builds the ListerWatcher of one scope: typed objects through a REST
+// client from apiutil.RESTClientForGVK (protobuf for built-in types), unstructured
+// objects through the dynamic client, metadata through the metadata client.
+func (c *Cache) newListWatch(
+	key entryKey, mapping *meta.RESTMapping, namespaced bool, opts informer.ListWatchOptions,
+) (toolscache.ListerWatcher, error) {
+	switch key.shape {
+	case shapeUnstructured:
+		return informer.NewDynamicListWatch(c.dynamicClient, mapping.Resource, namespaced, opts), nil
+	case shapeMetadata:
+		return informer.NewMetadataListWatch(c.metadataClient, mapping.Resource, key.gvk, namespaced, opts), nil
+	default:
+		client, err := apiutil.RESTClientForGVK(key.gvk, false, false, c.config, c.codecs, c.httpClient)
+		if err != nil {
+			return nil, fmt.Errorf("building REST client for %s: %w", key.gvk, err)
+		}
+		return informer.NewRESTListWatch(client, mapping.Resource.Resource, namespaced, c.paramCodec, opts), nil
+	}
+}
+
+// stampGVK returns the transform of an informer: it sets gvk on every object before
+// the user's transform (so the transform sees the kind) and again after it if the
+// transform returned an object without one. Objects in the store, and so every object
+// handed to handlers and readers, carry their GVK, which typed list items decoded from
+// the API server otherwise lack.
+func stampGVK(gvk schema.GroupVersionKind, transform toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		if obj, ok := in.(runtime.Object); ok {
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+		}
+		if transform == nil {
+			return in, nil
+		}
+		out, err := transform(in)
+		if err != nil {
+			return nil, err
+		}
+		if obj, ok := out.(runtime.Object); ok && obj.GetObjectKind().GroupVersionKind().Empty() {
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+		}
+		return out, nil
+	}
+}
+
+// jitter returns period scaled by a random factor in [0.9, 1.1), so that informers
+// created together do not resync in lock-step (controller-runtime's
+// calculateResyncPeriod). Zero stays zero (no resync).
+func jitter(period time.Duration) time.Duration {
+	factor := rand.Float64()/5.0 + 0.9
+	return time.Duration(float64(period) * factor)
+}

@@ -1,0 +1,318 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// errContinueNotSupported is controller-runtime's error for List with Continue.
+var errContinueNotSupported = errors.New("continue list option is not supported by the cache")
+
+// Get copies the object named key, of out's GVK and Go type, from the cache into out.
+//
+// The informer is created if needed (see GetInformer); before Start, Get returns
+// *cache.ErrCacheNotStarted, after Start it first waits for a new informer to sync.
+// With Options.ReaderFailOnMissingInformer, a kind without an informer returns
+// *cache.ErrResourceNotCached. A missing object returns a NotFound error whose resource
+// is the kind (as controller-runtime's). out receives a deep copy with its GVK set,
+// unless UnsafeDisableDeepCopy is in effect (per call, else ByObject, DefaultNamespaces
+// or DefaultUnsafeDisableDeepCopy): then out shares the cached object's maps and slices
+// and must not be mutated. A per-call UnsafeDisableDeepCopy(false) re-enables the copy
+// (controller-runtime ignores it when the default is true). For cluster-scoped kinds the
+// key's namespace is ignored; with namespaces configured, a namespace that is not cached
+// is an error.
+func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object, opts ...client.GetOption) error {
+	gvk, err := apiutil.GVKForObject(out, c.scheme)
+	if err != nil {
+		return err
+	}
+	e, started, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(out)}, out, c.readerFailOnMissingInformer, true)
+	if err != nil {
+		return err
+	}
+	if !started {
+		return &crcache.ErrCacheNotStarted{}
+	}
+
+	getOpts := client.GetOptions{}
+	getOpts.ApplyOptions(opts)
+
+	if !e.namespaced {
+		key.Namespace = ""
+	}
+	s, err := e.scopeForNamespace(key.Namespace)
+	if err != nil {
+		return fmt.Errorf("unable to get: %v because of unknown namespace for the cache", key)
+	}
+	storeKey := key.Name
+	if key.Namespace != "" {
+		storeKey = key.Namespace + "/" + key.Name
+	}
+	item, exists, err := s.indexer.GetByKey(storeKey)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
+	}
+	obj, ok := item.(runtime.Object)
+	if !ok {
+		return fmt.Errorf("cache contained %T, which is not an Object", item)
+	}
+	copied := !disableDeepCopy(s.scope.unsafeDisableDeepCopy, getOpts.UnsafeDisableDeepCopy)
+	if copied {
+		obj = obj.DeepCopyObject()
+	}
+	outVal, objVal := reflect.ValueOf(out), reflect.ValueOf(obj)
+	if !objVal.Type().AssignableTo(outVal.Type()) {
+		return fmt.Errorf("cache had type %s, but %s was asked for", objVal.Type(), outVal.Type())
+	}
+	reflect.Indirect(outVal).Set(reflect.Indirect(objVal))
+	if copied {
+		out.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+	return nil
+}
+
+// List fills list with the cached objects of its element kind and Go type that match
+// opts.
+//
+// The informer is created and waited for as in Get (ErrCacheNotStarted before Start,
+// ErrResourceNotCached with ReaderFailOnMissingInformer). The element kind is the
+// list's kind without "List"; an *unstructured.UnstructuredList lists
+// *unstructured.Unstructured, a *metav1.PartialObjectMetadataList lists
+// *metav1.PartialObjectMetadata. Candidates come from, in order of preference:
+//   - a field selector (MatchingFields): every requirement must be "=" or "==" (else
+//     "non-exact field matches are not supported by the cache"); the first is looked up
+//     in its "field:<name>" index, the others filter; a missing index is an error;
+//   - a label selector with "=", "==" or "in" on keys declared with WithLabelIndexes:
+//     the narrowest "label:<key>" index;
+//   - InNamespace: the namespace index;
+//   - every object of the kind.
+//
+// The label selector then filters the candidates, Limit stops after that many matches,
+// and each item is deep-copied with its GVK set unless UnsafeDisableDeepCopy is in
+// effect (as for Get). Items replace the list's previous items; the continue token is
+// "continue-not-supported" and Continue is an error. ListStats records the path taken.
+// With several namespaces configured, a List without namespace concatenates them (in
+// namespace order) and a namespace that is not cached is an error.
+func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	gvk, example, err := c.objectTypeForListObject(list)
+	if err != nil {
+		return err
+	}
+	key := entryKey{gvk: gvk, shape: shapeOf(example)}
+	e, started, err := c.getEntry(ctx, key, example, c.readerFailOnMissingInformer, true)
+	if err != nil {
+		return err
+	}
+	if !started {
+		return &crcache.ErrCacheNotStarted{}
+	}
+
+	listOpts := client.ListOptions{}
+	listOpts.ApplyOptions(opts)
+	if listOpts.Continue != "" {
+		return errContinueNotSupported
+	}
+
+	scopes, err := e.scopesForList(listOpts.Namespace)
+	if err != nil {
+		return err
+	}
+	plan, err := c.planList(e, scopes, &listOpts)
+	if err != nil {
+		return err
+	}
+	c.stats.record(gvk, plan.path)
+
+	var items []runtime.Object
+	limit := listOpts.Limit
+	for _, s := range scopes {
+		candidates, err := plan.candidates(s.indexer, listOpts.Namespace)
+		if err != nil {
+			return err
+		}
+		copyItems := !disableDeepCopy(s.scope.unsafeDisableDeepCopy, listOpts.UnsafeDisableDeepCopy)
+		if items == nil {
+			items = make([]runtime.Object, 0, len(candidates))
+		}
+		for _, candidate := range candidates {
+			if limit > 0 && int64(len(items)) >= limit {
+				break
+			}
+			obj, ok := candidate.(runtime.Object)
+			if !ok {
+				return fmt.Errorf("cache contained %T, which is not an Object", candidate)
+			}
+			if listOpts.LabelSelector != nil {
+				m, err := apimeta.Accessor(obj)
+				if err != nil {
+					return err
+				}
+				if !listOpts.LabelSelector.Matches(labels.Set(m.GetLabels())) {
+					continue
+				}
+			}
+			if copyItems {
+				obj = obj.DeepCopyObject()
+				obj.GetObjectKind().SetGroupVersionKind(gvk)
+			}
+			items = append(items, obj)
+		}
+	}
+	if items == nil {
+		items = []runtime.Object{}
+	}
+	if err := apimeta.SetList(list, items); err != nil {
+		return err
+	}
+	list.SetContinue("continue-not-supported")
+	return nil
+}
+
+// listPlan is how one List selects candidates in each scope's store.
+type listPlan struct {
+	path   listPath
+	fields fields.Requirements
+	labels []labelLookup
+}
+
+// planList validates the options against e and chooses the narrowest path.
+func (c *Cache) planList(e *entry, scopes []*scopedInformer, opts *client.ListOptions) (listPlan, error) {
+	if opts.FieldSelector != nil {
+		if err := validateFieldSelector(opts.FieldSelector); err != nil {
+			return listPlan{}, err
+		}
+		reqs := opts.FieldSelector.Requirements()
+		for _, s := range scopes {
+			if err := missingFieldIndexes(s.indexer, reqs, e.key.String()); err != nil {
+				return listPlan{}, err
+			}
+		}
+		return listPlan{path: pathFieldIndex, fields: reqs}, nil
+	}
+	if lookups := indexableLabelRequirements(opts.LabelSelector, c.settings.LabelIndexes); len(lookups) > 0 {
+		return listPlan{path: pathLabelIndex, labels: lookups}, nil
+	}
+	if opts.Namespace != "" {
+		return listPlan{path: pathNamespaceIndex}, nil
+	}
+	return listPlan{path: pathScan}, nil
+}
+
+// candidates returns the objects of one store that the plan selects.
+func (p *listPlan) candidates(indexer toolscache.Indexer, namespace string) ([]any, error) {
+	switch p.path {
+	case pathFieldIndex:
+		return candidatesByFields(indexer, p.fields, namespace)
+	case pathLabelIndex:
+		return candidatesByLabels(indexer, p.labels, namespace)
+	case pathNamespaceIndex:
+		return indexer.ByIndex(toolscache.NamespaceIndex, namespace)
+	default:
+		return indexer.List(), nil
+	}
+}
+
+// scopeForNamespace returns the scope that caches objects of namespace: the only one
+// when namespaces are not restricted, else the namespace's own or the AllNamespaces one.
+func (e *entry) scopeForNamespace(namespace string) (*scopedInformer, error) {
+	if !e.restricted {
+		return e.scopes[0], nil
+	}
+	var all *scopedInformer
+	for _, s := range e.scopes {
+		if s.scope.key == namespace {
+			return s, nil
+		}
+		if s.scope.key == metav1.NamespaceAll {
+			all = s
+		}
+	}
+	if all != nil {
+		return all, nil
+	}
+	return nil, fmt.Errorf("namespace %q is not cached", namespace)
+}
+
+// scopesForList returns the scopes a List in namespace reads: all of them for "" (or a
+// cluster-scoped kind), else the one caching namespace.
+func (e *entry) scopesForList(namespace string) ([]*scopedInformer, error) {
+	if namespace == "" || !e.restricted {
+		return e.scopes, nil
+	}
+	s, err := e.scopeForNamespace(namespace)
+	if err != nil {
+		return nil, fmt.Errorf("unable to list: %v because of unknown namespace for the cache", namespace)
+	}
+	return []*scopedInformer{s}, nil
+}
+
+// objectTypeForListObject returns the element GVK of list and a fresh object of the
+// element's Go type: the list kind without its "List" suffix; *unstructured.Unstructured
+// for an unstructured list, *metav1.PartialObjectMetadata for a
+// PartialObjectMetadataList, the Scheme's type otherwise.
+func (c *Cache) objectTypeForListObject(list client.ObjectList) (schema.GroupVersionKind, runtime.Object, error) {
+	gvk, err := apiutil.GVKForObject(list, c.scheme)
+	if err != nil {
+		return schema.GroupVersionKind{}, nil, err
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	switch list.(type) {
+	case runtime.Unstructured:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return gvk, u, nil
+	case *metav1.PartialObjectMetadataList:
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		return gvk, m, nil
+	}
+	obj, err := c.scheme.New(gvk)
+	if err != nil {
+		return schema.GroupVersionKind{}, nil, err
+	}
+	return gvk, obj, nil
+}
+
+// disableDeepCopy resolves UnsafeDisableDeepCopy: the per-call value when set, else
+// the scope's default.
+func disableDeepCopy(scopeDefault bool, perCall *bool) bool {
+	if perCall != nil {
+		return *perCall
+	}
+	return scopeDefault
+}

@@ -1,0 +1,505 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// DeltaType is the kind of change a Delta carries.
+type DeltaType string
+
+// The Delta types, as in client-go.
+const (
+	// Added: a watch ADDED event.
+	Added DeltaType = "Added"
+	// Updated: a watch MODIFIED event.
+	Updated DeltaType = "Updated"
+	// Deleted: a watch DELETED event (Object is the last state) or, from
+	// Replace, a toolscache.DeletedFinalStateUnknown tombstone.
+	Deleted DeltaType = "Deleted"
+	// Replaced: the object was part of a (re)list; it may or may not have
+	// changed.
+	Replaced DeltaType = "Replaced"
+	// Sync: a periodic resync re-delivers the stored object.
+	Sync DeltaType = "Sync"
+)
+
+// Delta is one change of one object. Object is the object after the change,
+// or for Deleted the last known state (possibly a DeletedFinalStateUnknown).
+type Delta struct {
+	Type   DeltaType
+	Object any
+}
+
+// Deltas are the pending changes of one key, oldest first.
+type Deltas []Delta
+
+// Oldest returns the oldest delta, or nil if there is none.
+func (d Deltas) Oldest() *Delta {
+	if len(d) == 0 {
+		return nil
+	}
+	return &d[0]
+}
+
+// Newest returns the newest delta, or nil if there is none.
+func (d Deltas) Newest() *Delta {
+	if len(d) == 0 {
+		return nil
+	}
+	return &d[len(d)-1]
+}
+
+// KeyListerGetter is what the DeltaFIFO needs to know about the store it
+// feeds (its "known objects"): the Indexer implements it.
+type KeyListerGetter interface {
+	ListKeys() []string
+	GetByKey(key string) (item any, exists bool, err error)
+}
+
+// bookmarker is implemented by known objects that track the store's RV.
+type bookmarker interface{ Bookmark(rv string) }
+
+// PopProcessFunc processes all pending Deltas of one key. isInInitialList is
+// true while the items of the first Replace are being popped.
+type PopProcessFunc func(deltas Deltas, isInInitialList bool) error
+
+// ErrFIFOClosed is returned by Pop once the DeltaFIFO is closed and empty.
+var ErrFIFOClosed = errors.New("DeltaFIFO: queue is closed")
+
+// DeltaFIFOOptions configure a DeltaFIFO. All fields are optional.
+type DeltaFIFOOptions struct {
+	// KeyFunction computes keys; default toolscache.DeletionHandlingMetaNamespaceKeyFunc.
+	KeyFunction toolscache.KeyFunc
+	// KnownObjects is the store the popped Deltas are applied to (the
+	// Indexer). Without it, Replace and Delete only know queued keys and
+	// Resync does nothing. If it also has Bookmark(rv string), the FIFO calls
+	// it with the newest received resourceVersion whenever the queue drains.
+	KnownObjects KeyListerGetter
+	// Transformer is applied exactly once to every object entering through
+	// Add, Update, Delete or Replace, before its key is computed; never to
+	// tombstones or Sync deltas.
+	Transformer toolscache.TransformFunc
+}
+
+// DeltaFIFO is a queue of keys, each with its pending Deltas; it sits between
+// the Reflector (producer) and the informer loop (the single consumer).
+//
+// Semantics follow client-go's DeltaFIFO (Replaced deltas enabled, queued-key
+// tombstones as in client-go 1.27+), with these differences:
+//
+//   - Deltas per key are bounded (see mergeDelta): a burst of changes to one
+//     key costs one slot, so the queue holds O(distinct keys) memory.
+//   - Pop runs the process function without holding the queue lock, so the
+//     Reflector never waits behind a slow consumer; Replace and Resync wait
+//     for the in-flight key instead, so their view of the known objects is
+//     exact.
+//   - When the queue drains it records the newest received resourceVersion in
+//     the known objects (Bookmark), so the store's RV is the RV its content
+//     reflects.
+type DeltaFIFO struct {
+	keyFunc   toolscache.KeyFunc
+	known     KeyListerGetter
+	transform toolscache.TransformFunc
+
+	mu    sync.Mutex
+	cond  sync.Cond
+	items map[string]Deltas
+	queue []string
+
+	// populated is set by the first Replace, Add, Update or Delete;
+	// initialPopulationCount counts the keys of the first Replace still to be
+	// popped (and processed).
+	populated              bool
+	initialPopulationCount int
+	synced                 chan struct{}
+	syncedClosed           bool
+
+	processing    bool
+	processingKey string
+	closed        bool
+
+	receivedRV string // newest RV received (object RV, list RV or bookmark)
+	appliedRV  string // last RV handed to known objects
+}
+
+// NewDeltaFIFO returns an empty, open DeltaFIFO.
+func NewDeltaFIFO(opts DeltaFIFOOptions) *DeltaFIFO {
+	f := &DeltaFIFO{
+		keyFunc:   opts.KeyFunction,
+		known:     opts.KnownObjects,
+		transform: opts.Transformer,
+		items:     map[string]Deltas{},
+		synced:    make(chan struct{}),
+	}
+	if f.keyFunc == nil {
+		f.keyFunc = toolscache.DeletionHandlingMetaNamespaceKeyFunc
+	}
+	f.cond.L = &f.mu
+	return f
+}
+
+// KeyOf returns the key of obj, also for Deltas (newest object) and
+// tombstones.
+func (f *DeltaFIFO) KeyOf(obj any) (string, error) {
+	if d, ok := obj.(Deltas); ok {
+		if len(d) == 0 {
+			return "", errors.New("DeltaFIFO: empty Deltas have no key")
+		}
+		obj = d.Newest().Object
+	}
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return t.Key, nil
+	}
+	return f.keyFunc(obj)
+}
+
+// Add queues an Added delta for obj.
+func (f *DeltaFIFO) Add(obj any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.markPopulatedLocked()
+	return f.queueLocked(Added, obj)
+}
+
+// Update queues an Updated delta for obj.
+func (f *DeltaFIFO) Update(obj any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.markPopulatedLocked()
+	return f.queueLocked(Updated, obj)
+}
+
+// Delete queues a Deleted delta for obj, unless its key is neither queued,
+// being processed, nor in the known objects: a delete of something the
+// consumer never saw is dropped.
+func (f *DeltaFIFO) Delete(obj any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.markPopulatedLocked()
+	key, err := f.KeyOf(obj)
+	if err != nil {
+		return toolscache.KeyError{Obj: obj, Err: err}
+	}
+	_, queued := f.items[key]
+	inFlight := f.processing && f.processingKey == key
+	if !queued && !inFlight {
+		if f.known == nil {
+			return nil
+		}
+		if _, exists, err := f.known.GetByKey(key); err != nil || !exists {
+			return err
+		}
+	}
+	return f.queueLocked(Deleted, obj)
+}
+
+// Replace queues the result of a (re)list: a Replaced delta for every object
+// in list, and a Deleted tombstone (toolscache.DeletedFinalStateUnknown) for
+// every key that is queued (and not already ending in a delete) or known to
+// the store but absent from list. resourceVersion is the list's RV. The first
+// Replace defines the initial list for HasSynced. Replace waits until no key
+// is being processed, so the known objects it consults are current.
+func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.processing {
+		f.cond.Wait()
+	}
+	listed := make(map[string]struct{}, len(list))
+	var errs []error
+	for _, obj := range list {
+		obj, err := f.transformed(Replaced, obj)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		key, err := f.KeyOf(obj)
+		if err != nil {
+			errs = append(errs, toolscache.KeyError{Obj: obj, Err: err})
+			continue
+		}
+		listed[key] = struct{}{}
+		f.appendLocked(key, Delta{Type: Replaced, Object: obj})
+	}
+
+	// Queued keys the list no longer has.
+	for key, ds := range f.items {
+		if _, ok := listed[key]; ok {
+			continue
+		}
+		newest := ds.Newest()
+		if newest.Type == Deleted {
+			continue
+		}
+		f.appendLocked(key, Delta{Type: Deleted, Object: toolscache.DeletedFinalStateUnknown{Key: key, Obj: newest.Object}})
+	}
+	// Stored keys the list no longer has.
+	if f.known != nil {
+		for _, key := range f.known.ListKeys() {
+			if _, ok := listed[key]; ok {
+				continue
+			}
+			if _, queued := f.items[key]; queued {
+				continue
+			}
+			obj, exists, err := f.known.GetByKey(key)
+			if err != nil || !exists {
+				continue
+			}
+			f.appendLocked(key, Delta{Type: Deleted, Object: toolscache.DeletedFinalStateUnknown{Key: key, Obj: obj}})
+		}
+	}
+
+	if !f.populated {
+		f.populated = true
+		f.initialPopulationCount = len(f.queue)
+	}
+	if resourceVersion != "" {
+		f.receivedRV = resourceVersion
+	}
+	f.checkSyncedLocked()
+	f.maybeApplyRVLocked()
+	return errors.Join(errs...)
+}
+
+// Resync queues a Sync delta with the stored object for every known key that
+// is neither queued nor being processed (a queued key is delivered anyway,
+// and a stored copy would be older than what is queued).
+func (f *DeltaFIFO) Resync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.known == nil {
+		return nil
+	}
+	for _, key := range f.known.ListKeys() {
+		if _, queued := f.items[key]; queued {
+			continue
+		}
+		if f.processing && f.processingKey == key {
+			continue
+		}
+		obj, exists, err := f.known.GetByKey(key)
+		if err != nil || !exists {
+			continue
+		}
+		f.appendLocked(key, Delta{Type: Sync, Object: obj})
+	}
+	return nil
+}
+
+// Bookmark records rv as received. The known objects get it (Bookmark) once
+// every delta received before it has been processed.
+func (f *DeltaFIFO) Bookmark(rv string) {
+	if rv == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.receivedRV = rv
+	f.maybeApplyRVLocked()
+}
+
+// Pop waits for a queued key, removes it with all its Deltas and calls
+// process with them, without holding the queue lock. It returns process's
+// error, or ErrFIFOClosed once the queue is closed (queued keys are dropped).
+// There must be a single consumer. An item of the initial list counts as
+// popped (for HasSynced) only after process returned.
+func (f *DeltaFIFO) Pop(process PopProcessFunc) error {
+	f.mu.Lock()
+	for len(f.queue) == 0 || f.closed {
+		if f.closed {
+			f.mu.Unlock()
+			return ErrFIFOClosed
+		}
+		f.cond.Wait()
+	}
+	key := f.queue[0]
+	f.queue[0] = ""
+	f.queue = f.queue[1:]
+	deltas := f.items[key]
+	delete(f.items, key)
+	initial := !f.hasSyncedLocked()
+	f.processing, f.processingKey = true, key
+	f.mu.Unlock()
+
+	defer func() {
+		f.mu.Lock()
+		f.processing, f.processingKey = false, ""
+		if f.initialPopulationCount > 0 {
+			f.initialPopulationCount--
+			f.checkSyncedLocked()
+		}
+		f.maybeApplyRVLocked()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	}()
+	return process(deltas, initial)
+}
+
+// HasSynced reports whether every key of the first Replace has been popped
+// and processed, or whether Add, Update or Delete was called before any
+// Replace.
+func (f *DeltaFIFO) HasSynced() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hasSyncedLocked()
+}
+
+// Synced returns a channel that is closed when HasSynced becomes true.
+func (f *DeltaFIFO) Synced() <-chan struct{} { return f.synced }
+
+// Len returns the number of queued keys.
+func (f *DeltaFIFO) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queue)
+}
+
+// Close closes the queue: blocked and future Pops return ErrFIFOClosed.
+func (f *DeltaFIFO) Close() {
+	f.mu.Lock()
+	f.closed = true
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// IsClosed reports whether Close was called.
+func (f *DeltaFIFO) IsClosed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
+}
+
+func (f *DeltaFIFO) hasSyncedLocked() bool {
+	return f.populated && f.initialPopulationCount == 0
+}
+
+func (f *DeltaFIFO) markPopulatedLocked() {
+	if !f.populated {
+		f.populated = true
+		f.checkSyncedLocked()
+	}
+}
+
+func (f *DeltaFIFO) checkSyncedLocked() {
+	if !f.syncedClosed && f.hasSyncedLocked() {
+		f.syncedClosed = true
+		close(f.synced)
+	}
+}
+
+// maybeApplyRVLocked hands the newest received RV to the known objects when
+// nothing is queued or in flight: the store then reflects that RV.
+func (f *DeltaFIFO) maybeApplyRVLocked() {
+	if len(f.queue) > 0 || f.processing || f.receivedRV == f.appliedRV {
+		return
+	}
+	if b, ok := f.known.(bookmarker); ok {
+		b.Bookmark(f.receivedRV)
+	}
+	f.appliedRV = f.receivedRV
+}
+
+// transformed applies the transformer to obj unless it is a tombstone or a
+// Sync delta's object.
+func (f *DeltaFIFO) transformed(t DeltaType, obj any) (any, error) {
+	if f.transform == nil || t == Sync {
+		return obj, nil
+	}
+	if _, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return obj, nil
+	}
+	out, err := f.transform(obj)
+	if err != nil {
+		return nil, fmt.Errorf("transform: %w", err)
+	}
+	return out, nil
+}
+
+// queueLocked transforms obj, records its RV and appends a delta of type t.
+func (f *DeltaFIFO) queueLocked(t DeltaType, obj any) error {
+	obj, err := f.transformed(t, obj)
+	if err != nil {
+		return err
+	}
+	key, err := f.KeyOf(obj)
+	if err != nil {
+		return toolscache.KeyError{Obj: obj, Err: err}
+	}
+	if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() != "" {
+		f.receivedRV = m.GetResourceVersion()
+	}
+	f.appendLocked(key, Delta{Type: t, Object: obj})
+	return nil
+}
+
+// appendLocked merges d into key's Deltas and queues key if it was not.
+func (f *DeltaFIFO) appendLocked(key string, d Delta) {
+	old, queued := f.items[key]
+	f.items[key] = mergeDelta(old, d)
+	if !queued {
+		f.queue = append(f.queue, key)
+	}
+	f.cond.Broadcast()
+}
+
+// mergeDelta appends d to ds, keeping a key's Deltas bounded (at most three:
+// change, delete, change). The rule, with M a change (Added, Updated,
+// Replaced, Sync) and D a delete:
+//
+//   - M then M: one delta with the newest object and the stronger type
+//     (Added > Updated > Replaced > Sync), so Added+Updated → Added(latest)
+//     and Updated+Updated → Updated(latest).
+//   - D then D: one delete, the newer one unless it is a tombstone (client-go's
+//     dedup of consecutive deletes).
+//   - M then D, or D then M: kept as two (a deletion, or a re-creation).
+//   - D, M then D: the re-created object was deleted again before anybody saw
+//     it; the trailing M and D are dropped, leaving the first D.
+func mergeDelta(ds Deltas, d Delta) Deltas {
+	n := len(ds)
+	if n == 0 {
+		return Deltas{d}
+	}
+	last := ds[n-1]
+	switch {
+	case d.Type == Deleted && last.Type == Deleted:
+		if _, tomb := d.Object.(toolscache.DeletedFinalStateUnknown); !tomb {
+			ds[n-1] = d
+		}
+		return ds
+	case d.Type == Deleted:
+		if n >= 2 && ds[n-2].Type == Deleted {
+			return ds[:n-1]
+		}
+		return append(ds, d)
+	case last.Type == Deleted:
+		return append(ds, d)
+	default:
+		ds[n-1] = Delta{Type: strongerType(last.Type, d.Type), Object: d.Object}
+		return ds
+	}
+}
+
+func strongerType(a, b DeltaType) DeltaType {
+	rank := func(t DeltaType) int {
+		switch t {
+		case Added:
+			return 4
+		case Updated:
+			return 3
+		case Replaced:
+			return 2
+		default:
+			return 1
+		}
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,156 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+)
+
+// Reasons a list or watch failed, as classified in ListWatchError.Reason.
+const (
+	// ReasonForbidden: the server refused (403); usually missing RBAC.
+	ReasonForbidden = "Forbidden"
+	// ReasonUnauthorized: the credentials were rejected (401).
+	ReasonUnauthorized = "Unauthorized"
+	// ReasonNotFound: the resource does not exist on the server (404), e.g. a
+	// CRD that is not installed, or a namespace that is gone.
+	ReasonNotFound = "NotFound"
+	// ReasonExpired: the requested resourceVersion or continue token is too
+	// old (410 Gone / Expired); the Reflector relists with a consistent read.
+	ReasonExpired = "Expired"
+	// ReasonTooLargeResourceVersion: the server has not reached the requested
+	// resourceVersion yet; the Reflector relists with a consistent read.
+	ReasonTooLargeResourceVersion = "TooLargeResourceVersion"
+	// ReasonTooManyRequests: the server throttled the request (429).
+	ReasonTooManyRequests = "TooManyRequests"
+	// ReasonTransport: no API status: connection refused or reset, EOF, TLS,
+	// DNS, timeouts of the HTTP client.
+	ReasonTransport = "Transport"
+	// ReasonServerError: any other API status (500, 503, invalid, ...).
+	ReasonServerError = "ServerError"
+	// ReasonStaleList: a relist returned a snapshot older than the
+	// resourceVersion already applied; it was not installed.
+	ReasonStaleList = "StaleList"
+	// ReasonWatchStalled: an open watch delivered nothing (not even a bookmark
+	// or its close) within the stall timeout; it was abandoned.
+	ReasonWatchStalled = "WatchStalled"
+)
+
+// ListWatchError is every error the Reflector reports (to the
+// WatchErrorHandler and as the informer's LastError). It wraps the original
+// error, so apierrors.IsForbidden, apierrors.IsNotFound,
+// apierrors.IsResourceExpired and errors.Is/As keep working on it.
+type ListWatchError struct {
+	// Name of the informer or reflector.
+	Name string
+	// Op is "list" or "watch".
+	Op string
+	// Reason is one of the Reason* constants.
+	Reason string
+	// Err is the original error.
+	Err error
+}
+
+func (e *ListWatchError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("%s failed (%s): %v", e.Op, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("%s: %s failed (%s): %v", e.Name, e.Op, e.Reason, e.Err)
+}
+
+// Unwrap returns the original error.
+func (e *ListWatchError) Unwrap() error { return e.Err }
+
+// classify wraps err in a ListWatchError with its reason.
+func classify(name, op string, err error) *ListWatchError {
+	var lwe *ListWatchError
+	if errors.As(err, &lwe) {
+		return lwe
+	}
+	return &ListWatchError{Name: name, Op: op, Reason: reasonOf(err), Err: err}
+}
+
+func reasonOf(err error) string {
+	switch {
+	case isTooLargeResourceVersion(err):
+		return ReasonTooLargeResourceVersion
+	case apierrors.IsResourceExpired(err) || apierrors.IsGone(err):
+		return ReasonExpired
+	case apierrors.IsForbidden(err):
+		return ReasonForbidden
+	case apierrors.IsUnauthorized(err):
+		return ReasonUnauthorized
+	case apierrors.IsNotFound(err):
+		return ReasonNotFound
+	case apierrors.IsTooManyRequests(err):
+		return ReasonTooManyRequests
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return ReasonServerError
+	}
+	return ReasonTransport
+}
+
+// isTooLargeResourceVersion matches the server's "Too large resource version"
+// answer (a Timeout status with the ResourceVersionTooLarge cause; older
+// servers only put it in the message).
+func isTooLargeResourceVersion(err error) bool {
+	if apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsTimeout(err) || !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	if s.Details != nil {
+		for _, c := range s.Details.Causes {
+			if c.Message == "Too large resource version" {
+				return true
+			}
+		}
+	}
+	return strings.Contains(strings.ToLower(s.Message), "too large resource version")
+}
+
+// needsConsistentRelist reports whether err means the resourceVersion we hold
+// is unusable: relist at RV "" right away.
+func needsConsistentRelist(err error) bool {
+	var lwe *ListWatchError
+	if errors.As(err, &lwe) {
+		return lwe.Reason == ReasonExpired || lwe.Reason == ReasonTooLargeResourceVersion
+	}
+	return false
+}
+
+// rewatchable reports whether a failure to open a watch should be retried
+// (after backoff) as a watch from the same RV rather than a relist: the
+// server was unreachable or throttling, our RV is still good.
+func rewatchable(err error) bool {
+	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
+}
+
+func isContextError(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.Canceled)
+}
+
+// parseRV parses a resourceVersion as an unsigned integer (etcd's revision).
+func parseRV(rv string) (uint64, bool) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	return n, err == nil
+}
+
+// rvOlder reports whether a is older than b. Only integer RVs are compared;
+// an RV that does not parse is never older (RVs are opaque by contract).
+func rvOlder(a, b string) bool {
+	x, ok1 := parseRV(a)
+	y, ok2 := parseRV(b)
+	return ok1 && ok2 && x < y
+}

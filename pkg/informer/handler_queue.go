@@ -1,0 +1,344 @@
+package informer
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// noteKind is the kind of a handler notification.
+type noteKind uint8
+
+const (
+	noteAdd noteKind = iota
+	noteUpdate
+	noteDelete
+)
+
+// notification is one pending call of a ResourceEventHandler.
+type notification struct {
+	kind    noteKind
+	oldObj  any // update only
+	newObj  any // add, update; for delete the deleted object or tombstone
+	initial bool
+}
+
+// pendingKey holds the notifications of one key that wait for delivery: at
+// most two (a delete followed by an add of the re-created object).
+type pendingKey struct {
+	notes []notification
+}
+
+// HandlerRegistration is the handle AddEventHandler returns. It implements
+// toolscache.ResourceEventHandlerRegistration.
+//
+// Each registration has its own goroutine and its own queue. Notifications
+// are delivered one at a time, in order per key. The queue holds at most one
+// entry per key: notifications that wait for a slow handler are coalesced
+// (see mergeNotification), so a stuck handler costs memory proportional to
+// the number of distinct keys, and never blocks the informer or other
+// handlers.
+type HandlerRegistration struct {
+	informer     *SharedIndexInformer
+	handler      toolscache.ResourceEventHandler
+	name         string
+	resyncPeriod time.Duration
+	crash        bool
+	log          logr.Logger
+
+	// nextResync is guarded by the informer's deliverMu.
+	nextResync time.Time
+
+	mu      sync.Mutex
+	pending map[string]*pendingKey
+	order   []string
+	wake    chan struct{}
+	stopCh  chan struct{}
+	exited  chan struct{}
+	started bool
+	stopped bool
+
+	informerSynced bool
+	initialLeft    int // initial-list adds not yet delivered (or coalesced away)
+	synced         chan struct{}
+	syncedClosed   bool
+
+	panics    atomic.Uint64
+	delivered atomic.Uint64
+}
+
+var _ toolscache.ResourceEventHandlerRegistration = (*HandlerRegistration)(nil)
+
+func newRegistration(s *SharedIndexInformer, h toolscache.ResourceEventHandler, resync time.Duration, log logr.Logger) *HandlerRegistration {
+	return &HandlerRegistration{
+		informer:     s,
+		handler:      h,
+		name:         fmt.Sprintf("%s/%T", s.name, h),
+		resyncPeriod: resync,
+		crash:        s.opts.CrashOnHandlerPanic,
+		log:          log,
+		pending:      map[string]*pendingKey{},
+		wake:         make(chan struct{}, 1),
+		stopCh:       make(chan struct{}),
+		exited:       make(chan struct{}),
+		synced:       make(chan struct{}),
+	}
+}
+
+// HasSynced reports whether the informer has synced and this handler has
+// been handed every object of the initial list (for a handler added after
+// start: every object the store held when it was added) and returned.
+func (r *HandlerRegistration) HasSynced() bool {
+	select {
+	case <-r.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// HasSyncedChecker returns a DoneChecker whose Done channel closes when
+// HasSynced becomes true.
+func (r *HandlerRegistration) HasSyncedChecker() toolscache.DoneChecker {
+	return doneChecker{name: r.name, done: r.synced}
+}
+
+// Name describes the registration: informer name and handler type.
+func (r *HandlerRegistration) Name() string { return r.name }
+
+// ResyncPeriod is the period this handler receives resync updates with; 0
+// means never.
+func (r *HandlerRegistration) ResyncPeriod() time.Duration { return r.resyncPeriod }
+
+// Pending returns the number of keys with notifications waiting for delivery.
+func (r *HandlerRegistration) Pending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.order)
+}
+
+// Panics returns how many handler calls panicked (and were recovered).
+func (r *HandlerRegistration) Panics() uint64 { return r.panics.Load() }
+
+// Delivered returns how many notifications were delivered to the handler.
+func (r *HandlerRegistration) Delivered() uint64 { return r.delivered.Load() }
+
+// Stopped returns a channel that is closed once the registration's
+// goroutine has exited (after RemoveEventHandler or the informer's end, and
+// after a running handler call returned).
+func (r *HandlerRegistration) Stopped() <-chan struct{} { return r.exited }
+
+// enqueue adds n for key, coalescing with what is pending for key.
+func (r *HandlerRegistration) enqueue(key string, n notification) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	if n.initial {
+		r.initialLeft++
+	}
+	pk, queued := r.pending[key]
+	if !queued {
+		pk = &pendingKey{}
+		r.pending[key] = pk
+		r.order = append(r.order, key)
+	}
+	before := countInitial(pk.notes) + boolInt(n.initial)
+	pk.notes = mergeNotification(pk.notes, n)
+	r.initialLeft -= before - countInitial(pk.notes)
+	r.checkSyncedLocked()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// mergeNotification appends n to the pending notifications of one key. Latest
+// state wins, and a key never holds more than two notifications:
+//
+//   - Add then Update → Add(newest) (keeps isInInitialList).
+//   - Update then Update → Update(oldest old, newest new).
+//   - Add then Delete → nothing (the handler never saw the object).
+//   - Update then Delete → Delete.
+//   - Delete then Add → both (the object was re-created).
+//   - Delete then Delete → the first Delete (the object the handler knew).
+func mergeNotification(notes []notification, n notification) []notification {
+	if len(notes) == 0 {
+		return append(notes, n)
+	}
+	last := &notes[len(notes)-1]
+	switch n.kind {
+	case noteAdd, noteUpdate:
+		switch last.kind {
+		case noteDelete:
+			if n.kind == noteUpdate {
+				// Cannot happen from the informer; keep the newest state.
+				n = notification{kind: noteAdd, newObj: n.newObj, initial: n.initial}
+			}
+			return append(notes, n)
+		case noteAdd:
+			last.newObj = n.newObj
+			last.initial = last.initial || n.initial
+		case noteUpdate:
+			last.newObj = n.newObj
+		}
+		return notes
+	default: // noteDelete
+		switch last.kind {
+		case noteAdd:
+			return notes[:len(notes)-1]
+		case noteUpdate:
+			notes = notes[:len(notes)-1]
+			if len(notes) > 0 && notes[len(notes)-1].kind == noteDelete {
+				return notes
+			}
+			return append(notes, n)
+		default:
+			return notes
+		}
+	}
+}
+
+func countInitial(notes []notification) int {
+	c := 0
+	for _, n := range notes {
+		if n.initial {
+			c++
+		}
+	}
+	return c
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// markInformerSynced records that the informer has synced; the registration
+// is synced once its initial adds are delivered too.
+func (r *HandlerRegistration) markInformerSynced() {
+	r.mu.Lock()
+	r.informerSynced = true
+	r.checkSyncedLocked()
+	r.mu.Unlock()
+}
+
+func (r *HandlerRegistration) checkSyncedLocked() {
+	if !r.syncedClosed && r.informerSynced && r.initialLeft == 0 {
+		r.syncedClosed = true
+		close(r.synced)
+	}
+}
+
+// start runs the delivery goroutine (once).
+func (r *HandlerRegistration) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started || r.stopped {
+		return
+	}
+	r.started = true
+	go r.run()
+}
+
+// stop ends delivery: pending notifications are dropped, a running handler
+// call finishes. Idempotent.
+func (r *HandlerRegistration) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	r.stopped = true
+	r.pending, r.order = nil, nil
+	close(r.stopCh)
+	if !r.started {
+		close(r.exited)
+	}
+}
+
+func (r *HandlerRegistration) run() {
+	defer close(r.exited)
+	for {
+		key, notes, ok := r.next()
+		if !ok {
+			return
+		}
+		for _, n := range notes {
+			r.deliver(key, n)
+			if n.initial {
+				r.mu.Lock()
+				r.initialLeft--
+				r.checkSyncedLocked()
+				r.mu.Unlock()
+			}
+		}
+	}
+}
+
+// next waits for the oldest pending key and takes its notifications.
+func (r *HandlerRegistration) next() (string, []notification, bool) {
+	for {
+		r.mu.Lock()
+		if r.stopped {
+			r.mu.Unlock()
+			return "", nil, false
+		}
+		for len(r.order) > 0 {
+			key := r.order[0]
+			r.order[0] = ""
+			r.order = r.order[1:]
+			pk := r.pending[key]
+			delete(r.pending, key)
+			if pk != nil && len(pk.notes) > 0 {
+				r.mu.Unlock()
+				return key, pk.notes, true
+			}
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.wake:
+		case <-r.stopCh:
+		}
+	}
+}
+
+// deliver calls the handler, containing a panic unless CrashOnHandlerPanic.
+func (r *HandlerRegistration) deliver(key string, n notification) {
+	defer func() {
+		if p := recover(); p != nil {
+			if r.crash {
+				panic(p)
+			}
+			r.panics.Add(1)
+			handlerPanicsTotal.WithLabelValues(r.informer.name).Inc()
+			r.log.Error(fmt.Errorf("panic: %v", p), "event handler panicked; continuing",
+				"handler", r.name, "key", key, "panics", r.panics.Load())
+		}
+	}()
+	r.delivered.Add(1)
+	switch n.kind {
+	case noteAdd:
+		r.handler.OnAdd(n.newObj, n.initial)
+	case noteUpdate:
+		r.handler.OnUpdate(n.oldObj, n.newObj)
+	case noteDelete:
+		r.handler.OnDelete(n.newObj)
+	}
+}
+
+// doneChecker implements toolscache.DoneChecker.
+type doneChecker struct {
+	name string
+	done <-chan struct{}
+}
+
+func (d doneChecker) Name() string          { return d.name }
+func (d doneChecker) Done() <-chan struct{} { return d.done }

@@ -1,0 +1,290 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+func labelIndex(key string) toolscache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		p := obj.(*corev1.Pod)
+		if v, ok := p.Labels[key]; ok {
+			return []string{v}, nil
+		}
+		return nil, nil
+	}
+}
+
+func newTestIndexer() *Indexer {
+	return NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
+		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
+		"app":                     labelIndex("app"),
+	})
+}
+
+func byIndex(t *testing.T, ix *Indexer, name, value string) []string {
+	t.Helper()
+	objs, err := ix.ByIndex(name, value)
+	if err != nil {
+		t.Fatalf("ByIndex(%q, %q): %v", name, value, err)
+	}
+	return describeAll(objs)
+}
+
+func TestIndexerAddUpdateDeleteMaintainIndexes(t *testing.T) {
+	ix := newTestIndexer()
+	must(t, ix.Add(pod("a", "p1", "1", "app=web")))
+	must(t, ix.Add(pod("a", "p2", "2", "app=web")))
+	must(t, ix.Add(pod("b", "p3", "3", "app=db")))
+
+	equalStrings(t, "app=web", byIndex(t, ix, "app", "web"), []string{"a/p1@1", "a/p2@2"})
+	equalStrings(t, "ns a", byIndex(t, ix, toolscache.NamespaceIndex, "a"), []string{"a/p1@1", "a/p2@2"})
+
+	// Update moves p2 from web to db: the old entry is removed.
+	must(t, ix.Update(pod("a", "p2", "4", "app=db")))
+	equalStrings(t, "app=web after update", byIndex(t, ix, "app", "web"), []string{"a/p1@1"})
+	equalStrings(t, "app=db after update", byIndex(t, ix, "app", "db"), []string{"a/p2@4", "b/p3@3"})
+
+	must(t, ix.Delete(pod("a", "p1", "5")))
+	equalStrings(t, "app=web after delete", byIndex(t, ix, "app", "web"), []string{})
+	equalStrings(t, "values of app", ix.ListIndexFuncValues("app"), []string{"db"})
+	equalStrings(t, "keys", sortedKeys(ix), []string{"a/p2", "b/p3"})
+	if got := ix.LastStoreSyncResourceVersion(); got != "5" {
+		t.Fatalf("store RV = %q, want 5", got)
+	}
+}
+
+func TestIndexerEmptyBucketsAreRemoved(t *testing.T) {
+	ix := newTestIndexer()
+	must(t, ix.Add(pod("a", "p1", "1", "app=web")))
+	must(t, ix.Update(pod("a", "p1", "2", "app=db")))
+	must(t, ix.Delete(pod("a", "p1", "3")))
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	for name, idx := range ix.indices {
+		if len(idx.byValue) != 0 || len(idx.byKey) != 0 {
+			t.Errorf("index %q not empty: byValue=%v byKey=%v", name, idx.byValue, idx.byKey)
+		}
+	}
+}
+
+func TestIndexerFailingIndexFuncLeavesNoStaleEntries(t *testing.T) {
+	fail := errors.New("boom")
+	ix := NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
+		"app": func(obj any) ([]string, error) {
+			p := obj.(*corev1.Pod)
+			if p.Labels["app"] == "bad" {
+				return nil, fail
+			}
+			return []string{p.Labels["app"]}, nil
+		},
+	})
+	must(t, ix.Add(pod("a", "p1", "1", "app=web")))
+	err := ix.Update(pod("a", "p1", "2", "app=bad"))
+	if !errors.Is(err, fail) || !strings.Contains(err.Error(), `index "app"`) {
+		t.Fatalf("Update error = %v, want the index error naming the index", err)
+	}
+	// The object is stored, but no longer filed under its old value.
+	if obj, ok, _ := ix.GetByKey("a/p1"); !ok || describe(obj) != "a/p1@2" {
+		t.Fatalf("GetByKey = %v %v, want a/p1@2", obj, ok)
+	}
+	equalStrings(t, "app=web", byIndex(t, ix, "app", "web"), []string{})
+	equalStrings(t, "values", ix.ListIndexFuncValues("app"), []string{})
+	// Deleting it works although the index func fails on it.
+	must(t, ix.Delete(pod("a", "p1", "3", "app=bad")))
+	equalStrings(t, "keys", sortedKeys(ix), []string{})
+}
+
+func TestByIndexUnknownIndexIsAnError(t *testing.T) {
+	ix := newTestIndexer()
+	_, err := ix.ByIndex("nope", "x")
+	if err == nil || err.Error() != "index with name nope does not exist" {
+		t.Fatalf("ByIndex error = %v", err)
+	}
+	if _, err := ix.IndexKeys("nope", "x"); err == nil || !strings.Contains(err.Error(), "index with name nope does not exist") {
+		t.Fatalf("IndexKeys error = %v", err)
+	}
+	if _, err := ix.Index("nope", pod("a", "p", "1")); err == nil || !strings.Contains(err.Error(), "index with name nope does not exist") {
+		t.Fatalf("Index error = %v", err)
+	}
+	if got := ix.ListIndexFuncValues("nope"); got != nil {
+		t.Fatalf("ListIndexFuncValues = %v, want nil", got)
+	}
+}
+
+func TestIndexReturnsObjectsSharingAValue(t *testing.T) {
+	ix := newTestIndexer()
+	must(t, ix.Add(pod("a", "p1", "1", "app=web")))
+	must(t, ix.Add(pod("b", "p2", "2", "app=web")))
+	must(t, ix.Add(pod("b", "p3", "3", "app=db")))
+	objs, err := ix.Index("app", pod("z", "probe", "", "app=web"))
+	must(t, err)
+	equalStrings(t, "Index", describeAll(objs), []string{"a/p1@1", "b/p2@2"})
+	keys, err := ix.IndexKeys(toolscache.NamespaceIndex, "b")
+	must(t, err)
+	equalStrings(t, "IndexKeys sorted", keys, []string{"b/p2", "b/p3"})
+}
+
+func TestAddIndexersAfterStartBackfills(t *testing.T) {
+	ix := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
+	must(t, ix.Add(pod("a", "p1", "1", "tier=fe")))
+	must(t, ix.Add(pod("a", "p2", "2", "tier=be")))
+	must(t, ix.AddIndexers(toolscache.Indexers{"tier": labelIndex("tier")}))
+	equalStrings(t, "tier=fe", byIndex(t, ix, "tier", "fe"), []string{"a/p1@1"})
+	// Later writes maintain the new index.
+	must(t, ix.Add(pod("a", "p3", "3", "tier=fe")))
+	equalStrings(t, "tier=fe after add", byIndex(t, ix, "tier", "fe"), []string{"a/p1@1", "a/p3@3"})
+	if _, ok := ix.GetIndexers()["tier"]; !ok {
+		t.Fatal("GetIndexers lacks tier")
+	}
+}
+
+func TestAddIndexersDuplicateNameIsAnError(t *testing.T) {
+	ix := newTestIndexer()
+	err := ix.AddIndexers(toolscache.Indexers{"app": labelIndex("app"), "new": labelIndex("x")})
+	if err == nil || !strings.Contains(err.Error(), "app") {
+		t.Fatalf("AddIndexers error = %v, want a conflict on app", err)
+	}
+	if _, ok := ix.GetIndexers()["new"]; ok {
+		t.Fatal("a failed AddIndexers added an index")
+	}
+}
+
+func TestIndexerReplaceRebuildsAndRecordsRV(t *testing.T) {
+	ix := newTestIndexer()
+	must(t, ix.Add(pod("a", "old", "1", "app=web")))
+	must(t, ix.Replace([]any{pod("a", "p1", "7", "app=db"), pod("b", "p2", "8", "app=web")}, "10"))
+	equalStrings(t, "keys", sortedKeys(ix), []string{"a/p1", "b/p2"})
+	equalStrings(t, "app=web", byIndex(t, ix, "app", "web"), []string{"b/p2@8"})
+	equalStrings(t, "app=db", byIndex(t, ix, "app", "db"), []string{"a/p1@7"})
+	if got := ix.LastStoreSyncResourceVersion(); got != "10" {
+		t.Fatalf("RV = %q, want 10", got)
+	}
+}
+
+func TestIndexerBookmarkNeverGoesBack(t *testing.T) {
+	ix := newTestIndexer()
+	ix.Bookmark("20")
+	ix.Bookmark("15")
+	if got := ix.LastStoreSyncResourceVersion(); got != "20" {
+		t.Fatalf("RV = %q, want 20", got)
+	}
+	ix.Bookmark("21")
+	if got := ix.LastStoreSyncResourceVersion(); got != "21" {
+		t.Fatalf("RV = %q, want 21", got)
+	}
+}
+
+func TestIndexerReturnedSlicesAreFresh(t *testing.T) {
+	ix := newTestIndexer()
+	must(t, ix.Add(pod("a", "p1", "1", "app=web")))
+	l := ix.List()
+	l[0] = nil
+	objs, _ := ix.ByIndex("app", "web")
+	objs[0] = nil
+	keys := ix.ListKeys()
+	keys[0] = "x"
+	equalStrings(t, "List after caller mutation", describeAll(ix.List()), []string{"a/p1@1"})
+	equalStrings(t, "ByIndex after caller mutation", byIndex(t, ix, "app", "web"), []string{"a/p1@1"})
+}
+
+// TestIndexerConcurrentReadersAndWriter runs under -race: readers and
+// AddIndexers race with a writer; at the end the indexes equal a rebuild.
+func TestIndexerConcurrentReadersAndWriter(t *testing.T) {
+	ix := newTestIndexer()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = ix.List()
+				_, _ = ix.ByIndex("app", "web")
+				_, _, _ = ix.GetByKey("a/p1")
+			}
+		})
+	}
+	for i := range 2000 {
+		app := []string{"web", "db", "cache"}[i%3]
+		must(t, ix.Update(pod("a", fmt.Sprintf("p%d", i%50), fmt.Sprint(i+1), "app="+app, fmt.Sprintf("tier=t%d", i%4))))
+		if i == 1000 {
+			must(t, ix.AddIndexers(toolscache.Indexers{"tier": labelIndex("tier")}))
+		}
+		if i%7 == 0 {
+			must(t, ix.Delete(pod("a", fmt.Sprintf("p%d", (i+3)%50), "")))
+		}
+	}
+	close(stop)
+	wg.Wait()
+
+	fresh := NewIndexer(toolscache.MetaNamespaceKeyFunc, ix.GetIndexers())
+	must(t, fresh.Replace(ix.List(), "x"))
+	for _, name := range []string{"app", "tier", toolscache.NamespaceIndex} {
+		for _, v := range fresh.ListIndexFuncValues(name) {
+			equalStrings(t, name+"="+v, byIndex(t, ix, name, v), byIndex(t, fresh, name, v))
+		}
+		equalStrings(t, "values of "+name, ix.ListIndexFuncValues(name), fresh.ListIndexFuncValues(name))
+	}
+}
+
+// TestStoreWriteDoesNotWaitForQueuedReaders pins that a writer is not starved
+// by a steady stream of readers (Go's RWMutex makes new readers wait for a
+// pending writer).
+func TestStoreWriteDoesNotWaitForQueuedReaders(t *testing.T) {
+	ix := newTestIndexer()
+	for i := range 10000 {
+		must(t, ix.Add(pod("a", fmt.Sprintf("p%d", i), "1", "app=web")))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					_ = ix.List()
+				}
+			}
+		})
+	}
+	start := time.Now()
+	for i := range 200 {
+		must(t, ix.Update(pod("a", fmt.Sprintf("p%d", i), "2", "app=db")))
+	}
+	elapsed := time.Since(start)
+	close(stop)
+	wg.Wait()
+	// client-go's store manages ~74 writes/s with 10 readers over 10k objects;
+	// 200 writes must take well under a few seconds even under -race.
+	if elapsed > 10*time.Second {
+		t.Fatalf("200 writes with 8 List readers took %s", elapsed)
+	}
+	t.Logf("200 writes with 8 List readers over 10k objects: %s", elapsed)
+}
+
+func sortedKeys(ix *Indexer) []string {
+	keys := ix.ListKeys()
+	out := append([]string(nil), keys...)
+	sortStrings(out)
+	return out
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,556 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+var _ toolscache.SharedIndexInformer = (*SharedIndexInformer)(nil)
+
+// MinimumResyncPeriod is the smallest resync period a handler can get;
+// shorter non-zero periods are raised to it.
+const MinimumResyncPeriod = time.Second
+
+// Options configure a SharedIndexInformer. Every field is optional.
+type Options struct {
+	// Name for logs and errors, e.g. "Pod.v1." or a GVK string; default: the
+	// Go type of the example object (its GVK for unstructured objects).
+	Name string
+	// ResyncPeriod is the default resync period of handlers added with
+	// AddEventHandler; 0 = never.
+	ResyncPeriod time.Duration
+	// Indexers are the initial indexes (more via AddIndexers, also after start).
+	Indexers toolscache.Indexers
+	// Transform is applied exactly once to every object received (listed or
+	// watched), before it enters the store; never to tombstones or resyncs.
+	Transform toolscache.TransformFunc
+	// WatchErrorHandler is called (with a nil *toolscache.Reflector) for every
+	// list/watch error; the error is a *ListWatchError.
+	WatchErrorHandler toolscache.WatchErrorHandlerWithContext
+	// Logger; zero value: logr.FromContextOrDiscard(ctx) of RunWithContext.
+	Logger logr.Logger
+	// PageSize of LIST requests; 0 = 500.
+	PageSize int64
+
+	// CrashOnHandlerPanic re-panics when a handler panics (crashing the
+	// process, as client-go's default HandleCrash does). Default false: the
+	// panic is recovered, logged and counted, and delivery continues.
+	CrashOnHandlerPanic bool
+	// Backoff between failed list/watch attempts; zero value = DefaultBackoff.
+	Backoff Backoff
+	// MinWatchTimeout: each watch asks for a timeout in [min, 2×min];
+	// 0 = 5 minutes.
+	MinWatchTimeout time.Duration
+	// WatchStallTimeout: a watch that delivers nothing for this long is
+	// abandoned and re-opened; 0 = only a watch outliving its own timeout.
+	WatchStallTimeout time.Duration
+	// Clock for timers (resync, backoff, watch stalls); default real time.
+	Clock clock.WithTicker
+	// WatchList streams the initial list through a watch with
+	// sendInitialEvents (KEP-3157) instead of a paginated LIST, when the
+	// ListerWatcher does not opt out (our adapters do, for now); on failure
+	// the Reflector falls back to LIST for that attempt. Default false.
+	WatchList bool
+	// WatchListTimeout bounds the wait for the end of the initial events;
+	// 0 = DefaultWatchListTimeout.
+	WatchListTimeout time.Duration
+}
+
+// SharedIndexInformer is our implementation of toolscache.SharedIndexInformer:
+// Reflector → DeltaFIFO → (Indexer first, then handlers).
+//
+// Run/RunWithContext may be called once; it blocks until the context (or stop
+// channel) ends, after which IsStopped is true and no handler can be added.
+// The pop loop is the Indexer's only writer. For each popped key it applies
+// every Delta to the Indexer, then notifies the handlers:
+//
+//   - Added, Replaced, Updated or Sync of a key not in the store →
+//     OnAdd(obj, isInInitialList), isInInitialList true for the items of the
+//     first list;
+//   - Added, Replaced, Updated or Sync of a stored key → OnUpdate(old, new); a
+//     Sync, or a Replaced whose resourceVersion equals the stored one, only
+//     goes to handlers due for resync (as in client-go);
+//   - Deleted of a stored key → OnDelete(obj or
+//     toolscache.DeletedFinalStateUnknown); a delete of an unknown key is a
+//     duplicate and not delivered.
+//
+// Handlers: see HandlerRegistration.
+type SharedIndexInformer struct {
+	name    string
+	lw      toolscache.ListerWatcherWithContext
+	example runtime.Object
+	opts    Options
+	clock   clock.WithTicker
+	indexer *Indexer
+	fifo    *DeltaFIFO
+
+	// deliverMu is held while a popped key is applied and distributed, and
+	// while handlers are added or removed (so a new handler's replay and the
+	// live events do not overlap) and while resync due-ness is decided.
+	deliverMu sync.Mutex
+	// syncing are the handlers due for resync in the current round.
+	syncing map[*HandlerRegistration]bool
+
+	mu                sync.Mutex
+	started, stopped  bool
+	syncMarked        bool
+	transform         toolscache.TransformFunc
+	watchErrorHandler toolscache.WatchErrorHandlerWithContext
+	handlers          []*HandlerRegistration
+	reflector         *Reflector
+	log               logr.Logger
+	startTime         time.Time
+	resyncWake        chan struct{}
+}
+
+// NewSharedIndexInformer returns an informer for the objects lw lists and
+// watches; exampleObject gives their Go type (e.g. &corev1.Pod{}). If lw
+// implements toolscache.ListerWatcherWithContext (as *toolscache.ListWatch and
+// our adapters do) its context-aware methods are used, otherwise
+// toolscache.ToListerWatcherWithContext wraps it.
+func NewSharedIndexInformer(lw toolscache.ListerWatcher, exampleObject runtime.Object, opts Options) *SharedIndexInformer {
+	s := &SharedIndexInformer{
+		lw:                toolscache.ToListerWatcherWithContext(lw),
+		example:           exampleObject,
+		opts:              opts,
+		clock:             opts.Clock,
+		transform:         opts.Transform,
+		watchErrorHandler: opts.WatchErrorHandler,
+		resyncWake:        make(chan struct{}, 1),
+		log:               opts.Logger,
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	s.name = opts.Name
+	if s.name == "" {
+		s.name = objectTypeName(exampleObject)
+	}
+	s.indexer = NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers)
+	s.fifo = NewDeltaFIFO(DeltaFIFOOptions{
+		KeyFunction:  toolscache.DeletionHandlingMetaNamespaceKeyFunc,
+		KnownObjects: s.indexer,
+	})
+	return s
+}
+
+// NewInformer has the signature of controller-runtime's
+// cache.Options.NewInformer hook: an informer with the given default resync
+// period and indexes.
+func NewInformer(lw toolscache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	return NewSharedIndexInformer(lw, exampleObject, Options{ResyncPeriod: resync, Indexers: indexers})
+}
+
+// Name returns the informer's name.
+func (s *SharedIndexInformer) Name() string { return s.name }
+
+// Indexer returns the live store (the same object as GetIndexer()).
+func (s *SharedIndexInformer) Indexer() *Indexer { return s.indexer }
+
+// GetStore returns the live store.
+func (s *SharedIndexInformer) GetStore() toolscache.Store { return s.indexer }
+
+// GetIndexer returns the live store.
+func (s *SharedIndexInformer) GetIndexer() toolscache.Indexer { return s.indexer }
+
+// AddIndexers adds indexes to the store, back-filling the stored objects. It
+// works at any time; a duplicate name is an error.
+func (s *SharedIndexInformer) AddIndexers(indexers toolscache.Indexers) error {
+	return s.indexer.AddIndexers(indexers)
+}
+
+// HasSynced reports whether the items of the first list have been applied to
+// the store (and handed to the handlers' queues). Per-handler: see the
+// registration's HasSynced.
+func (s *SharedIndexInformer) HasSynced() bool { return s.fifo.HasSynced() }
+
+// HasSyncedChecker returns a DoneChecker that completes when HasSynced does.
+func (s *SharedIndexInformer) HasSyncedChecker() toolscache.DoneChecker {
+	return doneChecker{name: s.name, done: s.fifo.Synced()}
+}
+
+// LastSyncResourceVersion returns the RV of the last list, event or bookmark
+// seen by the Reflector; "" before Run.
+func (s *SharedIndexInformer) LastSyncResourceVersion() string {
+	if r := s.getReflector(); r != nil {
+		return r.LastSyncResourceVersion()
+	}
+	return ""
+}
+
+// LastError returns the last list/watch error that keeps the informer from
+// being in sync (a *ListWatchError wrapping the API error, so
+// apierrors.IsForbidden etc. work), or nil when healthy.
+func (s *SharedIndexInformer) LastError() error {
+	if r := s.getReflector(); r != nil {
+		return r.LastError()
+	}
+	return nil
+}
+
+// LastListStats describes the last successful list; ok is false before one.
+func (s *SharedIndexInformer) LastListStats() (stats ListStats, ok bool) {
+	if r := s.getReflector(); r != nil {
+		return r.LastListStats()
+	}
+	return ListStats{}, false
+}
+
+func (s *SharedIndexInformer) getReflector() *Reflector {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reflector
+}
+
+// IsStopped reports whether Run has returned. A stopped informer never runs
+// again and accepts no handlers.
+func (s *SharedIndexInformer) IsStopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
+
+// SetTransform sets the transform; an error after start.
+func (s *SharedIndexInformer) SetTransform(handler toolscache.TransformFunc) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return fmt.Errorf("informer %s has already started", s.name)
+	}
+	s.transform = handler
+	return nil
+}
+
+// SetWatchErrorHandler sets the handler for list/watch errors (it receives a
+// nil *toolscache.Reflector); an error after start.
+func (s *SharedIndexInformer) SetWatchErrorHandler(handler toolscache.WatchErrorHandler) error {
+	return s.SetWatchErrorHandlerWithContext(func(_ context.Context, r *toolscache.Reflector, err error) {
+		handler(r, err)
+	})
+}
+
+// SetWatchErrorHandlerWithContext sets the handler for list/watch errors; an
+// error after start.
+func (s *SharedIndexInformer) SetWatchErrorHandlerWithContext(handler toolscache.WatchErrorHandlerWithContext) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return fmt.Errorf("informer %s has already started", s.name)
+	}
+	s.watchErrorHandler = handler
+	return nil
+}
+
+// GetController returns a toolscache.Controller view of the informer.
+func (s *SharedIndexInformer) GetController() toolscache.Controller {
+	return informerController{s: s}
+}
+
+// Run is RunWithContext with a context that ends when stopCh closes.
+func (s *SharedIndexInformer) Run(stopCh <-chan struct{}) {
+	s.RunWithContext(wait.ContextForChannel(stopCh))
+}
+
+// RunWithContext lists, watches and delivers until ctx ends, then stops the
+// handlers. It may run only once; later calls return at once.
+func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		s.log.Info("informer already started; ignoring Run", "name", s.name)
+		return
+	}
+	s.started = true
+	s.startTime = s.clock.Now()
+	if s.log.GetSink() == nil {
+		s.log = logr.FromContextOrDiscard(ctx)
+	}
+	s.log = s.log.WithValues("informer", s.name)
+	log := s.log
+	s.reflector = NewReflector(s.lw, s.example, s.fifo, ReflectorOptions{
+		Name:              s.name,
+		Transform:         s.transform,
+		WatchList:         s.opts.WatchList,
+		WatchListTimeout:  s.opts.WatchListTimeout,
+		PageSize:          s.opts.PageSize,
+		Backoff:           s.opts.Backoff,
+		MinWatchTimeout:   s.opts.MinWatchTimeout,
+		WatchStallTimeout: s.opts.WatchStallTimeout,
+		WatchErrorHandler: s.watchErrorHandler,
+		Logger:            &log,
+		Clock:             s.clock,
+	})
+	for _, h := range s.handlers {
+		h.start()
+	}
+	s.mu.Unlock()
+
+	syncedGauge.WithLabelValues(s.name).Set(0)
+	defer syncedGauge.DeleteLabelValues(s.name)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.reflector.Run(ctx) })
+	wg.Go(func() { s.resyncLoop(ctx) })
+	wg.Go(func() {
+		select {
+		case <-s.fifo.Synced():
+			s.markSynced()
+		case <-ctx.Done():
+		}
+	})
+	wg.Go(func() {
+		<-ctx.Done()
+		s.fifo.Close()
+	})
+	for {
+		err := s.fifo.Pop(s.handleDeltas)
+		if errors.Is(err, ErrFIFOClosed) {
+			break
+		}
+		if err != nil {
+			log.Error(err, "unable to apply deltas")
+		}
+	}
+	wg.Wait()
+
+	s.deliverMu.Lock()
+	s.mu.Lock()
+	s.stopped = true
+	handlers := s.handlers
+	s.handlers = nil
+	s.mu.Unlock()
+	s.deliverMu.Unlock()
+	for _, h := range handlers {
+		h.stop()
+	}
+}
+
+// AddEventHandler adds a handler with the informer's default resync period.
+// See AddEventHandlerWithOptions.
+func (s *SharedIndexInformer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return s.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{})
+}
+
+// AddEventHandlerWithResyncPeriod adds a handler that receives a resync
+// OnUpdate(obj, obj) for every stored object every resyncPeriod (0 = never;
+// non-zero periods below MinimumResyncPeriod are raised to it).
+func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(handler toolscache.ResourceEventHandler, resyncPeriod time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	return s.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{ResyncPeriod: &resyncPeriod})
+}
+
+// AddEventHandlerWithOptions adds a handler and returns its
+// *HandlerRegistration. options.ResyncPeriod nil means the informer's default
+// (Options.ResyncPeriod); options.Logger overrides the informer's logger for
+// this handler's messages. A handler added after start first receives the
+// current store content as OnAdd(obj, true), then live events; its
+// registration syncs after those adds were handled. It returns an error if
+// the informer has stopped.
+func (s *SharedIndexInformer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	if handler == nil {
+		return nil, errors.New("nil event handler")
+	}
+	s.deliverMu.Lock()
+	defer s.deliverMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil, fmt.Errorf("handler %T was not added to informer %s because it has stopped already", handler, s.name)
+	}
+	period := s.opts.ResyncPeriod
+	if options.ResyncPeriod != nil {
+		period = *options.ResyncPeriod
+	}
+	if period > 0 && period < MinimumResyncPeriod {
+		period = MinimumResyncPeriod
+	}
+	log := s.log
+	if options.Logger != nil {
+		log = *options.Logger
+	}
+	reg := newRegistration(s, handler, max(period, 0), log)
+	if period > 0 {
+		reg.nextResync = s.clock.Now().Add(period)
+	}
+	if s.started {
+		for _, key := range s.indexer.ListKeys() {
+			if obj, ok, _ := s.indexer.GetByKey(key); ok {
+				reg.enqueue(key, notification{kind: noteAdd, newObj: obj, initial: true})
+			}
+		}
+		reg.start()
+	}
+	if s.syncMarked {
+		reg.markInformerSynced()
+	}
+	s.handlers = append(s.handlers, reg)
+	s.wakeResync()
+	return reg, nil
+}
+
+// RemoveEventHandler stops delivery to the registration's handler and its
+// goroutine (a call in progress finishes; use the registration's Stopped
+// channel to wait for it). Idempotent; an error if handle does not come from
+// this informer.
+func (s *SharedIndexInformer) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
+	reg, ok := handle.(*HandlerRegistration)
+	if !ok || reg == nil || reg.informer != s {
+		return fmt.Errorf("registration %T does not belong to informer %s", handle, s.name)
+	}
+	s.deliverMu.Lock()
+	s.mu.Lock()
+	for i, h := range s.handlers {
+		if h == reg {
+			s.handlers = append(s.handlers[:i:i], s.handlers[i+1:]...)
+			break
+		}
+	}
+	delete(s.syncing, reg)
+	s.mu.Unlock()
+	s.deliverMu.Unlock()
+	reg.stop()
+	s.wakeResync()
+	return nil
+}
+
+func (s *SharedIndexInformer) wakeResync() {
+	select {
+	case s.resyncWake <- struct{}{}:
+	default:
+	}
+}
+
+// resyncLoop sleeps until the earliest handler is due for resync, marks the
+// due handlers as syncing and queues a Resync: the Sync deltas reach only
+// those handlers, as OnUpdate(obj, obj).
+func (s *SharedIndexInformer) resyncLoop(ctx context.Context) {
+	for {
+		s.deliverMu.Lock()
+		now := s.clock.Now()
+		var next time.Time
+		due := map[*HandlerRegistration]bool{}
+		for _, h := range s.handlers {
+			if h.resyncPeriod <= 0 {
+				continue
+			}
+			if !now.Before(h.nextResync) {
+				due[h] = true
+				h.nextResync = now.Add(h.resyncPeriod)
+			}
+			if next.IsZero() || h.nextResync.Before(next) {
+				next = h.nextResync
+			}
+		}
+		if len(due) > 0 {
+			s.syncing = due
+		}
+		s.deliverMu.Unlock()
+		if len(due) > 0 {
+			if err := s.fifo.Resync(); err != nil {
+				s.log.Error(err, "resync failed")
+			}
+		}
+
+		var timer clock.Timer
+		var timerC <-chan time.Time
+		if !next.IsZero() {
+			timer = s.clock.NewTimer(next.Sub(now))
+			timerC = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+		case <-s.resyncWake:
+		case <-timerC:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// markSynced tells every registration that the informer synced, and logs it.
+func (s *SharedIndexInformer) markSynced() {
+	s.mu.Lock()
+	s.syncMarked = true
+	for _, h := range s.handlers {
+		h.markInformerSynced()
+	}
+	log, start, r := s.log, s.startTime, s.reflector
+	s.mu.Unlock()
+	syncedGauge.WithLabelValues(s.name).Set(1)
+	stats, _ := r.LastListStats()
+	log.Info("informer synced", "name", s.name, "objects", s.indexer.Len(),
+		"seconds", s.clock.Since(start).Seconds(), "pages", stats.Pages)
+}
+
+// handleDeltas is the pop loop's process function: store first, then
+// handlers.
+func (s *SharedIndexInformer) handleDeltas(deltas Deltas, isInInitialList bool) error {
+	s.deliverMu.Lock()
+	defer s.deliverMu.Unlock()
+	var errs []error
+	for _, d := range deltas {
+		key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(d.Object)
+		if err != nil {
+			errs = append(errs, toolscache.KeyError{Obj: d.Object, Err: err})
+			continue
+		}
+		old, exists, _ := s.indexer.GetByKey(key)
+		if d.Type == Deleted {
+			if !exists {
+				continue
+			}
+			s.indexer.remove(key)
+			s.distribute(key, notification{kind: noteDelete, newObj: d.Object}, false)
+			continue
+		}
+		if err := s.indexer.put(key, d.Object); err != nil {
+			errs = append(errs, err)
+		}
+		if !exists {
+			s.distribute(key, notification{kind: noteAdd, newObj: d.Object, initial: isInInitialList}, false)
+			continue
+		}
+		isSync := d.Type == Sync || (d.Type == Replaced && sameResourceVersion(old, d.Object))
+		s.distribute(key, notification{kind: noteUpdate, oldObj: old, newObj: d.Object}, isSync)
+	}
+	return errors.Join(errs...)
+}
+
+// distribute hands n to every handler (only to those due for resync when
+// isSync). Caller holds deliverMu.
+func (s *SharedIndexInformer) distribute(key string, n notification, isSync bool) {
+	for _, h := range s.handlers {
+		if isSync && !s.syncing[h] {
+			continue
+		}
+		h.enqueue(key, n)
+	}
+}
+
+func sameResourceVersion(a, b any) bool {
+	ma, err1 := meta.Accessor(a)
+	mb, err2 := meta.Accessor(b)
+	return err1 == nil && err2 == nil && ma.GetResourceVersion() != "" &&
+		ma.GetResourceVersion() == mb.GetResourceVersion()
+}
+
+// informerController is the toolscache.Controller view of an informer.
+type informerController struct{ s *SharedIndexInformer }
+
+func (c informerController) RunWithContext(ctx context.Context)       { c.s.RunWithContext(ctx) }
+func (c informerController) Run(stopCh <-chan struct{})               { c.s.Run(stopCh) }
+func (c informerController) HasSynced() bool                          { return c.s.HasSynced() }
+func (c informerController) HasSyncedChecker() toolscache.DoneChecker { return c.s.HasSyncedChecker() }
+func (c informerController) LastSyncResourceVersion() string          { return c.s.LastSyncResourceVersion() }

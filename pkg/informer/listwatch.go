@@ -1,0 +1,181 @@
+package informer
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// ListWatchOptions are applied to every list and watch request.
+type ListWatchOptions struct {
+	Namespace           string // "" = all namespaces (or cluster-scoped)
+	LabelSelector       string // server-side, "" = everything
+	FieldSelector       string // server-side, "" = everything
+	AllowWatchBookmarks bool   // sets AllowWatchBookmarks on watch requests
+}
+
+// ListFunc lists one page of objects with the given options.
+type ListFunc func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+
+// WatchFunc opens a watch with the given options.
+type WatchFunc func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+
+// ListWatch is a ListerWatcher that applies ListWatchOptions to every request:
+// the label and field selectors replace those of the caller's ListOptions,
+// watch requests get Watch=true and AllowWatchBookmarks from the options (the
+// adapter decides, whatever the Reflector asked for). The namespace is applied
+// by the constructor's request builder.
+//
+// It implements toolscache.ListerWatcher and toolscache.ListerWatcherWithContext.
+// It reports IsWatchListSemanticsUnSupported() == true: our Reflector does a
+// paginated LIST, and client-go's Reflector must not try a WatchList stream
+// through it either.
+type ListWatch struct {
+	list  ListFunc
+	watch WatchFunc
+	opts  ListWatchOptions
+}
+
+var (
+	_ toolscache.ListerWatcher            = (*ListWatch)(nil)
+	_ toolscache.ListerWatcherWithContext = (*ListWatch)(nil)
+)
+
+// NewListWatch builds a ListWatch from plain functions. The functions receive
+// ListOptions with opts' selectors (and, for watches, Watch and
+// AllowWatchBookmarks) already applied; opts.Namespace is only informational
+// here: the functions must apply it themselves.
+func NewListWatch(list ListFunc, watchFn WatchFunc, opts ListWatchOptions) *ListWatch {
+	return &ListWatch{list: list, watch: watchFn, opts: opts}
+}
+
+// NewRESTListWatch lists/watches a typed resource through a REST client
+// (protobuf-capable, as built by controller-runtime's apiutil.RESTClientForGVK).
+// resource is the plural resource name; namespaced says whether the resource is
+// namespace-scoped; paramCodec encodes metav1.ListOptions (e.g.
+// runtime.NewParameterCodec(scheme)). List returns the typed list object (e.g.
+// *corev1.PodList); Watch returns a watch.Interface of typed objects.
+func NewRESTListWatch(client rest.Interface, resource string, namespaced bool, paramCodec runtime.ParameterCodec, opts ListWatchOptions) *ListWatch {
+	ns := opts.Namespace
+	return &ListWatch{
+		opts: opts,
+		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.Get().
+				Resource(resource).
+				NamespaceIfScoped(ns, namespaced && ns != "").
+				VersionedParams(&o, paramCodec).
+				Do(ctx).
+				Get()
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.Get().
+				Resource(resource).
+				NamespaceIfScoped(ns, namespaced && ns != "").
+				VersionedParams(&o, paramCodec).
+				Watch(ctx)
+		},
+	}
+}
+
+// NewDynamicListWatch uses the dynamic client; objects are
+// *unstructured.Unstructured and lists *unstructured.UnstructuredList.
+func NewDynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResource, namespaced bool, opts ListWatchOptions) *ListWatch {
+	res := func() dynamic.ResourceInterface {
+		if namespaced && opts.Namespace != "" {
+			return client.Resource(gvr).Namespace(opts.Namespace)
+		}
+		return client.Resource(gvr)
+	}
+	return &ListWatch{
+		opts: opts,
+		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return res().List(ctx, o)
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return res().Watch(ctx, o)
+		},
+	}
+}
+
+// NewMetadataListWatch uses the metadata client; items are
+// *metav1.PartialObjectMetadata with gvk stamped on every list item and watch
+// event (the metadata API returns them without it). The list itself is a
+// *metav1.PartialObjectMetadataList of kind gvk.Kind+"List".
+func NewMetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespaced bool, opts ListWatchOptions) *ListWatch {
+	res := func() metadata.ResourceInterface {
+		if namespaced && opts.Namespace != "" {
+			return client.Resource(gvr).Namespace(opts.Namespace)
+		}
+		return client.Resource(gvr)
+	}
+	return &ListWatch{
+		opts: opts,
+		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			list, err := res().List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			for i := range list.Items {
+				list.Items[i].SetGroupVersionKind(gvk)
+			}
+			return list, nil
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := res().Watch(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+				if p, ok := e.Object.(*metav1.PartialObjectMetadata); ok {
+					p.SetGroupVersionKind(gvk)
+				}
+				return e, true
+			}), nil
+		},
+	}
+}
+
+// ListWithContext lists one page with the configured selectors applied.
+func (lw *ListWatch) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+	lw.apply(&options)
+	return lw.list(ctx, options)
+}
+
+// WatchWithContext opens a watch with the configured selectors applied,
+// Watch=true, and AllowWatchBookmarks as configured.
+func (lw *ListWatch) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	lw.apply(&options)
+	options.Watch = true
+	options.AllowWatchBookmarks = lw.opts.AllowWatchBookmarks
+	return lw.watch(ctx, options)
+}
+
+// List is ListWithContext with context.Background().
+func (lw *ListWatch) List(options metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), options)
+}
+
+// Watch is WatchWithContext with context.Background().
+func (lw *ListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), options)
+}
+
+// IsWatchListSemanticsUnSupported returns true: these adapters are used with a
+// paginated LIST (client-go's util/watchlist reads this to disable WatchList).
+func (lw *ListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
+// Options returns the options applied to every request.
+func (lw *ListWatch) Options() ListWatchOptions { return lw.opts }
+
+func (lw *ListWatch) apply(o *metav1.ListOptions) {
+	o.LabelSelector = lw.opts.LabelSelector
+	o.FieldSelector = lw.opts.FieldSelector
+}

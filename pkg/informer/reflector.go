@@ -1,0 +1,546 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// ReflectorStore receives what the Reflector lists and watches (the
+// DeltaFIFO). If it also has Bookmark(rv string), watch bookmarks are passed
+// on.
+type ReflectorStore interface {
+	Add(obj any) error
+	Update(obj any) error
+	Delete(obj any) error
+	Replace(list []any, resourceVersion string) error
+}
+
+// DefaultPageSize is the LIST page size when none is configured.
+const DefaultPageSize = 500
+
+// DefaultMinWatchTimeout is the lower bound of the randomised watch timeout;
+// each watch asks the server to end it after [min, 2×min].
+const DefaultMinWatchTimeout = 5 * time.Minute
+
+// DefaultWatchListTimeout bounds the wait for the initial-events-end bookmark
+// of a WatchList stream before falling back to LIST.
+const DefaultWatchListTimeout = time.Minute
+
+// shortWatch: a watch that ends without events sooner than this is retried
+// after a backoff delay instead of at once.
+const shortWatch = time.Second
+
+// ReflectorOptions configure a Reflector. All fields are optional.
+type ReflectorOptions struct {
+	// Name for logs and errors; default: the example object's Go type.
+	Name string
+	// PageSize of LIST requests; 0 = DefaultPageSize.
+	PageSize int64
+	// Backoff between failed attempts; zero value = DefaultBackoff.
+	Backoff Backoff
+	// MinWatchTimeout: each watch gets TimeoutSeconds in [min, 2×min];
+	// 0 = DefaultMinWatchTimeout.
+	MinWatchTimeout time.Duration
+	// WatchStallTimeout: an open watch that delivers nothing (no event, no
+	// bookmark, no close) for this long is abandoned and re-opened from the
+	// last RV. 0 = only abandon a watch that outlives its own server-side
+	// timeout by a minute (a dead connection).
+	WatchStallTimeout time.Duration
+	// WatchErrorHandler is called for every list/watch error, with a nil
+	// *toolscache.Reflector. The error is a *ListWatchError.
+	WatchErrorHandler toolscache.WatchErrorHandlerWithContext
+	// Logger; zero value = logr.FromContextOrDiscard of Run's context.
+	Logger *logr.Logger
+	// Clock for timers; default the real clock.
+	Clock clock.WithTicker
+	// Transform is applied exactly once to every received object (listed,
+	// streamed or watched) before it is handed to the store; never to
+	// bookmarks. An object whose transform fails is dropped and logged.
+	Transform toolscache.TransformFunc
+	// WatchList: stream the initial list (see Options.WatchList).
+	WatchList bool
+	// WatchListTimeout: see Options.WatchListTimeout.
+	WatchListTimeout time.Duration
+}
+
+// ListStats describe the Reflector's last successful list.
+type ListStats struct {
+	// Pages is the number of LIST requests that made up the list.
+	Pages int
+	// Objects is the number of listed objects.
+	Objects int
+	// ResourceVersion of the list.
+	ResourceVersion string
+	// Duration of the list, from the first request to the Replace.
+	Duration time.Duration
+	// WatchList is true when the list was streamed (Pages is then 0).
+	WatchList bool
+}
+
+// Reflector keeps a ReflectorStore in step with the server: ListAndWatch does
+// a paginated LIST at resourceVersion "" (a consistent read), Replaces the
+// store with it, then watches from the list's RV with bookmarks requested,
+// re-watching from the last RV whenever a watch ends normally. Run repeats
+// ListAndWatch with backoff until its context ends.
+//
+// Error handling (client-go's classes, with these choices):
+//   - 410 Expired/Gone or "too large resource version", on list or watch:
+//     relist at RV "" without delay (with backoff if it repeats at once).
+//   - a continue token expiring mid-list: the partial list is discarded and
+//     one unpaginated consistent LIST is made; the store never sees a
+//     partial list.
+//   - connection refused or 429 when opening a watch: backoff, then re-watch
+//     from the same RV.
+//   - anything else: backoff, then relist.
+//
+// Every error is reported to the WatchErrorHandler and kept as LastError
+// (cleared by the next successful list or watch) as a *ListWatchError that
+// wraps the original. A relist whose RV is older than the RV already applied
+// is not installed (ReasonStaleList). Watch events of another Go type (or,
+// for unstructured, another GroupVersionKind) than the example object are
+// dropped; watch.Error events become errors via apierrors.FromObject.
+type Reflector struct {
+	name         string
+	lw           toolscache.ListerWatcherWithContext
+	store        ReflectorStore
+	expectedType reflect.Type
+	expectedGVK  schema.GroupVersionKind
+	opts         ReflectorOptions
+	clock        clock.WithTicker
+	backoff      *backoffState
+
+	mu        sync.Mutex
+	lastRV    string
+	lastErr   error
+	lastList  ListStats
+	listCount int
+}
+
+// NewReflector returns a Reflector that feeds store from lw. expectedType is
+// an example of the objects (e.g. &corev1.Pod{}); nil disables type checks.
+func NewReflector(lw toolscache.ListerWatcherWithContext, expectedType runtime.Object, store ReflectorStore, opts ReflectorOptions) *Reflector {
+	r := &Reflector{lw: lw, store: store, opts: opts, clock: opts.Clock}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	if r.opts.PageSize <= 0 {
+		r.opts.PageSize = DefaultPageSize
+	}
+	if r.opts.MinWatchTimeout <= 0 {
+		r.opts.MinWatchTimeout = DefaultMinWatchTimeout
+	}
+	if expectedType != nil {
+		r.expectedType = reflect.TypeOf(expectedType)
+		if u, ok := expectedType.(*unstructured.Unstructured); ok {
+			r.expectedGVK = u.GroupVersionKind()
+		}
+	}
+	r.name = opts.Name
+	if r.name == "" {
+		r.name = objectTypeName(expectedType)
+	}
+	r.backoff = newBackoffState(opts.Backoff, r.clock, nil)
+	return r
+}
+
+// Name returns the Reflector's name.
+func (r *Reflector) Name() string { return r.name }
+
+// LastSyncResourceVersion returns the RV of the last list, event or bookmark
+// applied to the store ("" before the first list).
+func (r *Reflector) LastSyncResourceVersion() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastRV
+}
+
+// LastError returns the last list/watch error (a *ListWatchError) if no list
+// or watch has succeeded since, else nil.
+func (r *Reflector) LastError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr
+}
+
+// LastListStats describes the last successful list; ok is false before one.
+func (r *Reflector) LastListStats() (stats ListStats, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastList, r.listCount > 0
+}
+
+func (r *Reflector) logger(ctx context.Context) logr.Logger {
+	if r.opts.Logger != nil {
+		return *r.opts.Logger
+	}
+	return logr.FromContextOrDiscard(ctx)
+}
+
+// Run lists and watches until ctx ends, backing off after failures.
+func (r *Reflector) Run(ctx context.Context) {
+	log := r.logger(ctx).WithValues("reflector", r.name)
+	// An unusable RV is answered by an immediate relist, at most once a
+	// minute: a server that keeps answering 410 gets the backoff.
+	var lastImmediate time.Time
+	for ctx.Err() == nil {
+		err := r.ListAndWatch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		var delay time.Duration
+		switch {
+		case err == nil:
+		case needsConsistentRelist(err) && (lastImmediate.IsZero() || r.clock.Since(lastImmediate) >= time.Minute):
+			lastImmediate = r.clock.Now()
+			log.V(1).Info("resourceVersion unusable; relisting with a consistent read", "reason", lwReason(err), "error", err.Error())
+		default:
+			delay = r.backoff.next()
+			log.Error(err, "list/watch failed; retrying", "reason", lwReason(err), "retryIn", delay.Round(time.Millisecond).String())
+		}
+		if !r.sleep(ctx, delay) {
+			return
+		}
+	}
+}
+
+// ListAndWatch lists once (streamed, if WatchList is on and allowed, else
+// paginated), then watches until the context ends or a relist is needed. It
+// returns the error that ended it (nil when the context ended).
+func (r *Reflector) ListAndWatch(ctx context.Context) error {
+	if r.useWatchList() {
+		w, err := r.watchList(ctx)
+		if err == nil {
+			return r.watchLoop(ctx, w)
+		}
+		if isContextError(ctx, err) {
+			return nil
+		}
+		lwe := r.report(ctx, classify(r.name, "watchlist", err))
+		r.logger(ctx).Info("streaming list failed; falling back to LIST", "reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
+	}
+	if err := r.list(ctx); err != nil {
+		if isContextError(ctx, err) {
+			return nil
+		}
+		return r.report(ctx, classify(r.name, "list", err))
+	}
+	return r.watchLoop(ctx, nil)
+}
+
+// transformed applies the transform; ok is false if the object must be dropped.
+func (r *Reflector) transformed(ctx context.Context, obj runtime.Object) (runtime.Object, bool) {
+	if r.opts.Transform == nil {
+		return obj, true
+	}
+	out, err := r.opts.Transform(obj)
+	if err != nil {
+		r.logger(ctx).Error(err, "transform failed; dropping object", "reflector", r.name)
+		return nil, false
+	}
+	o, ok := out.(runtime.Object)
+	if !ok {
+		r.logger(ctx).Error(fmt.Errorf("transform returned %T", out), "transform result is not a runtime.Object; dropping it", "reflector", r.name)
+		return nil, false
+	}
+	return o, true
+}
+
+// list runs one consistent, paginated LIST and replaces the store with it.
+func (r *Reflector) list(ctx context.Context) error {
+	start := r.clock.Now()
+	opts := metav1.ListOptions{ResourceVersion: "", Limit: r.opts.PageSize}
+	var items []any
+	var rv string
+	pages := 0
+	restarted := false
+	for {
+		obj, err := r.lw.ListWithContext(ctx, opts)
+		if err != nil {
+			if opts.Continue != "" && !restarted && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
+				// The continue token expired: start over with one unpaginated
+				// consistent list rather than stitching two snapshots.
+				r.logger(ctx).V(1).Info("continue token expired mid-list; relisting in one request", "reflector", r.name, "pages", pages)
+				restarted = true
+				items, pages = nil, 0
+				opts = metav1.ListOptions{ResourceVersion: ""}
+				continue
+			}
+			return err
+		}
+		pages++
+		lm, err := meta.ListAccessor(obj)
+		if err != nil {
+			return fmt.Errorf("unable to understand list result %T: %w", obj, err)
+		}
+		part, err := meta.ExtractListWithAlloc(obj)
+		if err != nil {
+			return fmt.Errorf("unable to extract items of %T: %w", obj, err)
+		}
+		for _, o := range part {
+			if o, ok := r.transformed(ctx, o); ok {
+				items = append(items, o)
+			}
+		}
+		rv = lm.GetResourceVersion()
+		if lm.GetContinue() == "" {
+			break
+		}
+		opts.Continue = lm.GetContinue()
+		opts.ResourceVersion = ""
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+
+	return r.install(ctx, "list", items, rv, ListStats{Pages: pages, Objects: len(items), ResourceVersion: rv, Duration: r.clock.Since(start)})
+}
+
+// install replaces the store with a complete list at rv, unless rv is older
+// than what the store already reflects.
+func (r *Reflector) install(ctx context.Context, op string, items []any, rv string, stats ListStats) error {
+	if applied := r.LastSyncResourceVersion(); rvOlder(rv, applied) {
+		return &ListWatchError{Name: r.name, Op: op, Reason: ReasonStaleList,
+			Err: fmt.Errorf("list at resourceVersion %s is older than the applied resourceVersion %s", rv, applied)}
+	}
+	if err := r.store.Replace(items, rv); err != nil {
+		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
+	}
+	listsTotal.WithLabelValues(r.name).Inc()
+	r.mu.Lock()
+	r.lastRV = rv
+	r.lastErr = nil
+	r.lastList = stats
+	r.listCount++
+	r.mu.Unlock()
+	return nil
+}
+
+// watchTimeout returns a random server-side watch timeout in [min, 2×min],
+// in whole seconds.
+func (r *Reflector) watchTimeout() int64 {
+	minT := r.opts.MinWatchTimeout
+	return int64((minT + time.Duration(rand.Float64()*float64(minT))).Seconds())
+}
+
+// watchLoop watches from the last RV until a relist is needed. open, if not
+// nil, is a watch already streaming from the last RV (after a WatchList).
+func (r *Reflector) watchLoop(ctx context.Context, open watch.Interface) error {
+	for ctx.Err() == nil {
+		timeoutSeconds := r.watchTimeout()
+		var w watch.Interface
+		var err error
+		if open != nil {
+			w, open = open, nil
+		} else {
+			w, err = r.lw.WatchWithContext(ctx, metav1.ListOptions{
+				ResourceVersion:     r.LastSyncResourceVersion(),
+				AllowWatchBookmarks: true,
+				TimeoutSeconds:      &timeoutSeconds,
+			})
+		}
+		if err != nil {
+			if isContextError(ctx, err) {
+				return nil
+			}
+			lwe := r.report(ctx, classify(r.name, "watch", err))
+			if rewatchable(err) {
+				delay := r.backoff.next()
+				r.logger(ctx).Error(lwe, "watch failed; re-watching", "reflector", r.name, "reason", lwe.Reason, "retryIn", delay.Round(time.Millisecond).String())
+				if !r.sleep(ctx, delay) {
+					return nil
+				}
+				continue
+			}
+			return lwe
+		}
+		r.clearError()
+		start := r.clock.Now()
+		events, err := r.handleWatch(ctx, w, time.Duration(timeoutSeconds)*time.Second+time.Minute)
+		w.Stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			lwe := r.report(ctx, classify(r.name, "watch", err))
+			if lwe.Reason == ReasonWatchStalled {
+				r.logger(ctx).Info("watch stalled; re-watching", "reflector", r.name, "resourceVersion", r.LastSyncResourceVersion())
+				continue
+			}
+			return lwe
+		}
+		if events == 0 && r.clock.Since(start) < shortWatch {
+			// The server closed a fresh watch at once: do not hammer it.
+			if !r.sleep(ctx, r.backoff.next()) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// handleWatch applies the events of w to the store until w ends (nil), an
+// error event arrives, the watch stalls, or ctx ends. It returns the number
+// of events applied.
+func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline time.Duration) (int, error) {
+	idle := r.opts.WatchStallTimeout
+	if idle <= 0 || idle > deadline {
+		idle = deadline
+	}
+	timer := r.clock.NewTimer(idle)
+	defer timer.Stop()
+	hard := r.clock.Now().Add(deadline)
+	count := 0
+	log := r.logger(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return count, nil
+		case <-timer.C():
+			return count, &ListWatchError{Name: r.name, Op: "watch", Reason: ReasonWatchStalled,
+				Err: fmt.Errorf("no watch event for %s", idle)}
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return count, nil
+			}
+			if e.Type == watch.Error {
+				return count, apierrors.FromObject(e.Object)
+			}
+			if !r.expected(e.Object) {
+				log.Info("dropping watch event of unexpected type", "reflector", r.name, "type", fmt.Sprintf("%T", e.Object))
+				continue
+			}
+			m, err := meta.Accessor(e.Object)
+			if err != nil {
+				log.Error(err, "dropping watch event without object metadata", "reflector", r.name)
+				continue
+			}
+			rv := m.GetResourceVersion()
+			if e.Type != watch.Bookmark {
+				obj, ok := r.transformed(ctx, e.Object)
+				if !ok {
+					continue
+				}
+				e.Object = obj
+			}
+			switch e.Type {
+			case watch.Added:
+				err = r.store.Add(e.Object)
+			case watch.Modified:
+				err = r.store.Update(e.Object)
+			case watch.Deleted:
+				err = r.store.Delete(e.Object)
+			case watch.Bookmark:
+				if b, ok := r.store.(bookmarker); ok {
+					b.Bookmark(rv)
+				}
+			default:
+				log.Info("dropping watch event of unknown type", "reflector", r.name, "eventType", e.Type)
+				continue
+			}
+			if err != nil {
+				log.Error(err, "unable to queue watch event", "reflector", r.name, "eventType", e.Type)
+			}
+			if rv != "" {
+				r.mu.Lock()
+				r.lastRV = rv
+				r.mu.Unlock()
+			}
+			count++
+			next := idle
+			if left := hard.Sub(r.clock.Now()); left < next {
+				next = max(left, 0)
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C():
+				default:
+				}
+			}
+			timer.Reset(next)
+		}
+	}
+}
+
+// expected reports whether obj has the example object's Go type (and, for
+// unstructured examples with a kind, its GroupVersionKind).
+func (r *Reflector) expected(obj runtime.Object) bool {
+	if r.expectedType == nil {
+		return true
+	}
+	if reflect.TypeOf(obj) != r.expectedType {
+		return false
+	}
+	if r.expectedGVK.Empty() {
+		return true
+	}
+	return obj.GetObjectKind().GroupVersionKind() == r.expectedGVK
+}
+
+// report records err as LastError and passes it to the WatchErrorHandler.
+func (r *Reflector) report(ctx context.Context, err *ListWatchError) *ListWatchError {
+	listWatchErrorsTotal.WithLabelValues(r.name, err.Op, err.Reason).Inc()
+	r.mu.Lock()
+	r.lastErr = err
+	r.mu.Unlock()
+	if h := r.opts.WatchErrorHandler; h != nil {
+		h(ctx, nil, err)
+	}
+	return err
+}
+
+func (r *Reflector) clearError() {
+	r.mu.Lock()
+	r.lastErr = nil
+	r.mu.Unlock()
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still alive.
+func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := r.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
+func lwReason(err error) string {
+	var lwe *ListWatchError
+	if errors.As(err, &lwe) {
+		return lwe.Reason
+	}
+	return reasonOf(err)
+}
+
+// objectTypeName is the default name of a reflector or informer: the Go type
+// of the example object, or its GroupVersionKind for unstructured objects.
+func objectTypeName(obj runtime.Object) string {
+	if obj == nil {
+		return "<unknown>"
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok && !u.GroupVersionKind().Empty() {
+		return u.GroupVersionKind().String()
+	}
+	return reflect.TypeOf(obj).String()
+}
