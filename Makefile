@@ -95,8 +95,9 @@ build: manifests generate fmt vet ## Build manager binary.
 # plays the kubelet for the seeded pods; Ctrl-C stops everything. RUN_ARGS adds flags.
 .PHONY: run
 run: manifests generate fmt vet envtest ## Run the manager from your host (local control plane when no kubeconfig).
+	go build -o "$(LOCALBIN)/manager" ./cmd
 	@assets="$$(bash hack/envtest-binaries.sh "$(LOCALBIN)")"; \
-	KUBEBUILDER_ASSETS="$$assets" go run ./cmd/main.go $(RUN_ARGS)
+	KUBEBUILDER_ASSETS="$$assets" exec "$(LOCALBIN)/manager" $(RUN_ARGS)
 
 # If you wish to build the manager image targeting other platforms you can use the --platform flag.
 # (i.e. docker build --platform linux/arm64). However, you must enable docker buildKit for it.

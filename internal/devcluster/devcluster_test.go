@@ -212,9 +212,9 @@ func TestWriteStatusTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "" +
-		"NAMESPACE  APP  SELECTOR  READY  PODS  PHASES               NODES  AVAILABLE\n" +
-		"default    api  backend   0/1    0     -                    0      Unknown\n" +
-		"default    web  web       2/2    3     Pending=1,Running=2  2      True\n"
+		"NAMESPACE  APP  SELECTOR  READY  MIN-READY  PODS  PHASES               NODES  AVAILABLE\n" +
+		"default    api  backend   0      1          0     -                    0      Unknown\n" +
+		"default    web  web       2      2          3     Pending=1,Running=2  2      True\n"
 	if buf.String() != want {
 		t.Fatalf("table =\n%s\nwant\n%s", buf.String(), want)
 	}

@@ -144,7 +144,8 @@ func (k *Kubelet) setStatus(ctx context.Context, pod *corev1.Pod, phase corev1.P
 }
 
 func (k *Kubelet) replace(ctx context.Context, log logr.Logger, pod *corev1.Pod, why string) error {
-	if err := k.Client.Delete(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
+	// Grace period 0: there is no kubelet to confirm a graceful deletion of a bound pod.
+	if err := k.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	k.replacements++

@@ -31,7 +31,7 @@ import (
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
 )
 
-// PrintStatusTable writes a table of the Apps (namespace, name, selector, ready/pods, phases,
+// PrintStatusTable writes a table of the Apps (namespace, name, selector, ready, minReady, pods, phases,
 // nodes, Available) to w every interval until ctx ends. It reads through c.
 func PrintStatusTable(ctx context.Context, c client.Reader, w io.Writer, interval time.Duration) {
 	ticker := time.NewTicker(interval)
@@ -59,14 +59,14 @@ func WriteStatusTable(w io.Writer, apps []demov1alpha1.App) error {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "NAMESPACE\tAPP\tSELECTOR\tREADY\tPODS\tPHASES\tNODES\tAVAILABLE")
+	_, _ = fmt.Fprintln(tw, "NAMESPACE\tAPP\tSELECTOR\tREADY\tMIN-READY\tPODS\tPHASES\tNODES\tAVAILABLE")
 	for i := range apps {
 		a := &apps[i]
 		available := "Unknown"
 		if c := meta.FindStatusCondition(a.Status.Conditions, "Available"); c != nil {
 			available = string(c.Status)
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d\t%s\t%d\t%s\n", a.Namespace, a.Name, a.EffectiveSelector(),
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\n", a.Namespace, a.Name, a.EffectiveSelector(),
 			a.Status.Ready, a.Spec.MinReady, a.Status.Pods, formatPhases(a.Status.Phases), a.Status.Nodes, available)
 	}
 	return tw.Flush()

@@ -68,7 +68,7 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 			Indexers:          c.baseIndexers(),
 			Transform:         stampGVK(key.gvk, scope.transform),
 			WatchErrorHandler: c.watchErrorHandler,
-			Logger:            c.log.WithValues("informer", name),
+			Logger:            c.log,
 			PageSize:          c.settings.ListPageSize,
 		})
 		e.scopes = append(e.scopes, &scopedInformer{

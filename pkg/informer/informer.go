@@ -490,7 +490,7 @@ func (s *SharedIndexInformer) markSynced() {
 	s.mu.Unlock()
 	syncedGauge.WithLabelValues(s.name).Set(1)
 	stats, _ := r.LastListStats()
-	log.Info("informer synced", "name", s.name, "objects", s.indexer.Len(),
+	log.Info("informer synced", "objects", s.indexer.Len(),
 		"seconds", s.clock.Since(start).Seconds(), "pages", stats.Pages)
 }
 

@@ -500,7 +500,7 @@ func TestInformerLogsSyncedOnce(t *testing.T) {
 	if len(synced) != 1 {
 		t.Fatalf("synced lines: %q", synced)
 	}
-	for _, want := range []string{`"name"="Pod.v1."`, `"objects"=2`, `"pages"=2`, `"seconds"=`} {
+	for _, want := range []string{`"informer"="Pod.v1."`, `"objects"=2`, `"pages"=2`, `"seconds"=`} {
 		if !strings.Contains(synced[0], want) {
 			t.Fatalf("line %s lacks %s", synced[0], want)
 		}
