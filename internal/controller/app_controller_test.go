@@ -35,6 +35,9 @@ import (
 
 var namespaceCounter int
 
+// running is the pod phase as App.status.phases counts it.
+const running = string(corev1.PodRunning)
+
 // newNamespace creates a namespace of its own for one spec.
 func newNamespace() string {
 	namespaceCounter++
@@ -127,13 +130,13 @@ var _ = Describe("App controller on deltacache's cache", func() {
 
 		By("three pods with app=web appear; look-alikes elsewhere are ignored")
 		pods := []*corev1.Pod{
-			newPod(ns, "web-0", map[string]string{"app": "web", "tier": "front"}),
-			newPod(ns, "web-1", map[string]string{"app": "web"}),
-			newPod(ns, "web-2", map[string]string{"app": "web"}),
+			newPod(ns, "web-0", map[string]string{AppLabel: "web", "tier": "front"}),
+			newPod(ns, "web-1", map[string]string{AppLabel: "web"}),
+			newPod(ns, "web-2", map[string]string{AppLabel: "web"}),
 		}
-		newPod(ns, "db-0", map[string]string{"app": "db"})
+		newPod(ns, "db-0", map[string]string{AppLabel: "db"})
 		newPod(ns, "unlabelled", nil)
-		newPod(other, "web-0", map[string]string{"app": "web"})
+		newPod(other, "web-0", map[string]string{AppLabel: "web"})
 		Eventually(observe(key), timeout, interval).Should(Equal(observed{
 			Pods: 3, Phases: map[string]int32{"Pending": 3},
 			Available: metav1.ConditionFalse, Progressing: metav1.ConditionTrue, ObservedGenerationMatch: true,
@@ -147,14 +150,14 @@ var _ = Describe("App controller on deltacache's cache", func() {
 		setPodStatus(pods[1], corev1.PodRunning, true)
 		setPodStatus(pods[2], corev1.PodRunning, false)
 		Eventually(observe(key), timeout, interval).Should(Equal(observed{
-			Pods: 3, Ready: 2, Nodes: 2, Phases: map[string]int32{"Running": 3},
+			Pods: 3, Ready: 2, Nodes: 2, Phases: map[string]int32{running: 3},
 			Available: metav1.ConditionTrue, Progressing: metav1.ConditionTrue, ObservedGenerationMatch: true,
 		}))
 
 		By("a ready pod fails")
 		setPodStatus(pods[0], corev1.PodFailed, false)
 		Eventually(observe(key), timeout, interval).Should(Equal(observed{
-			Pods: 3, Ready: 1, Nodes: 2, Phases: map[string]int32{"Running": 2, "Failed": 1},
+			Pods: 3, Ready: 1, Nodes: 2, Phases: map[string]int32{running: 2, "Failed": 1},
 			Available: metav1.ConditionFalse, Progressing: metav1.ConditionTrue, ObservedGenerationMatch: true,
 		}))
 
@@ -162,7 +165,7 @@ var _ = Describe("App controller on deltacache's cache", func() {
 		Expect(k8sClient.Delete(ctx, pods[0], client.GracePeriodSeconds(0))).To(Succeed())
 		setPodStatus(pods[2], corev1.PodRunning, true)
 		Eventually(observe(key), timeout, interval).Should(Equal(observed{
-			Pods: 2, Ready: 2, Nodes: 1, Phases: map[string]int32{"Running": 2},
+			Pods: 2, Ready: 2, Nodes: 1, Phases: map[string]int32{running: 2},
 			Available: metav1.ConditionTrue, Progressing: metav1.ConditionFalse, ObservedGenerationMatch: true,
 		}))
 
@@ -176,7 +179,7 @@ var _ = Describe("App controller on deltacache's cache", func() {
 			return k8sClient.Update(ctx, &current)
 		}, timeout, interval).Should(Succeed())
 		Eventually(observe(key), timeout, interval).Should(Equal(observed{
-			Pods: 2, Ready: 2, Nodes: 1, Phases: map[string]int32{"Running": 2},
+			Pods: 2, Ready: 2, Nodes: 1, Phases: map[string]int32{running: 2},
 			Available: metav1.ConditionFalse, Progressing: metav1.ConditionFalse, ObservedGenerationMatch: true,
 		}))
 	})
@@ -185,12 +188,12 @@ var _ = Describe("App controller on deltacache's cache", func() {
 		ns := newNamespace()
 		app := newApp(ns, "worker", "batch", 1)
 		key := client.ObjectKeyFromObject(app)
-		newPod(ns, "worker-0", map[string]string{"app": "worker"}) // the App's name, not its selector
-		pod := newPod(ns, "batch-0", map[string]string{"app": "batch"})
+		newPod(ns, "worker-0", map[string]string{AppLabel: "worker"}) // the App's name, not its selector
+		pod := newPod(ns, "batch-0", map[string]string{AppLabel: "batch"})
 		bind(pod, "node-c")
 		setPodStatus(pod, corev1.PodRunning, true)
 		Eventually(observe(key), timeout, interval).Should(Equal(observed{
-			Pods: 1, Ready: 1, Nodes: 1, Phases: map[string]int32{"Running": 1},
+			Pods: 1, Ready: 1, Nodes: 1, Phases: map[string]int32{running: 1},
 			Available: metav1.ConditionTrue, Progressing: metav1.ConditionFalse, ObservedGenerationMatch: true,
 		}))
 
@@ -200,7 +203,7 @@ var _ = Describe("App controller on deltacache's cache", func() {
 			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), &current); err != nil {
 				return err
 			}
-			current.Labels["app"] = "something-else"
+			current.Labels[AppLabel] = "something-else"
 			return k8sClient.Update(ctx, &current)
 		}, timeout, interval).Should(Succeed())
 		Eventually(observe(key), timeout, interval).Should(Equal(observed{
@@ -212,7 +215,7 @@ var _ = Describe("App controller on deltacache's cache", func() {
 		ns := newNamespace()
 		app := newApp(ns, "quiet", "", 1)
 		key := client.ObjectKeyFromObject(app)
-		pod := newPod(ns, "quiet-0", map[string]string{"app": "quiet"})
+		pod := newPod(ns, "quiet-0", map[string]string{AppLabel: "quiet"})
 		setPodStatus(pod, corev1.PodRunning, true)
 		Eventually(observe(key), timeout, interval).Should(HaveField("Ready", int32(1)))
 
@@ -261,7 +264,7 @@ var _ = Describe("Indexes served by deltacache", func() {
 	It("answers the reconciler's pod List from the label:app index, not by a scan", func() {
 		ns := newNamespace()
 		app := newApp(ns, "indexed", "", 1)
-		newPod(ns, "indexed-0", map[string]string{"app": "indexed"})
+		newPod(ns, "indexed-0", map[string]string{AppLabel: "indexed"})
 		podGVK := corev1.SchemeGroupVersion.WithKind("Pod")
 		Eventually(observe(client.ObjectKeyFromObject(app)), 20*time.Second).Should(HaveField("Pods", int32(1)))
 

@@ -98,7 +98,7 @@ var _ = BeforeSuite(func() {
 		NewCache:               dcache.NewWith(dcache.WithLabelIndexes(AppLabel)),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptrTo(true)},
+		Controller:             config.Controller{SkipNameValidation: new(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	var ok bool
@@ -112,8 +112,6 @@ var _ = BeforeSuite(func() {
 	}()
 	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 })
-
-func ptrTo[T any](v T) *T { return &v }
 
 var _ = AfterSuite(func() {
 	By("tearing down the test environment")

@@ -78,7 +78,7 @@ func TestLoadSamplesReadsTheThreeDemoApps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	got := make([]string, 0, len(apps))
 	for _, a := range apps {
 		got = append(got, fmt.Sprintf("%s:%s:%d", a.Name, a.EffectiveSelector(), a.Spec.MinReady))
 	}
@@ -88,10 +88,16 @@ func TestLoadSamplesReadsTheThreeDemoApps(t *testing.T) {
 	}
 }
 
-func podsOf(t *testing.T, ns string) map[string]corev1.Pod {
+const (
+	seedNamespace = "seed"
+	foreignPod    = "foreign"
+)
+
+// seededPodsByName returns the pods of seedNamespace by name.
+func seededPodsByName(t *testing.T) map[string]corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
-	if err := testClient.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+	if err := testClient.List(context.Background(), &pods, client.InNamespace(seedNamespace)); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]corev1.Pod{}
@@ -101,96 +107,87 @@ func podsOf(t *testing.T, ns string) map[string]corev1.Pod {
 	return out
 }
 
+func tick(t *testing.T, k *Kubelet) {
+	t.Helper()
+	if err := k.Tick(context.Background(), logr.Discard()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectSeededPods fails unless check holds for every seeded pod (the foreign one excepted).
+func expectSeededPods(t *testing.T, after string, check func(p *corev1.Pod) bool) {
+	t.Helper()
+	for name, p := range seededPodsByName(t) {
+		if name != foreignPod && !check(&p) {
+			t.Fatalf("after %s, %s is %s on %q ready=%v", after, name, p.Status.Phase, p.Spec.NodeName, podIsReady(&p))
+		}
+	}
+}
+
 func TestSeedAndKubeletMovePodsToReady(t *testing.T) {
 	ctx := context.Background()
-	ns := "seed"
-	if err := testClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := testClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: seedNamespace}}); err != nil {
 		t.Fatal(err)
 	}
 	apps := []*demov1alpha1.App{
 		{ObjectMeta: metav1.ObjectMeta{Name: "web"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "worker"}, Spec: demov1alpha1.AppSpec{Selector: "batch"}},
 	}
-	if _, err := SeedApps(ctx, testClient, ns, apps, 2); err != nil {
-		t.Fatal(err)
+	for range 2 { // seeding twice is harmless
+		if _, err := SeedApps(ctx, testClient, seedNamespace, apps, 2); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := SeedApps(ctx, testClient, ns, apps, 2); err != nil {
-		t.Fatalf("seeding twice: %v", err)
-	}
-	pods := podsOf(t, ns)
+	pods := seededPodsByName(t)
 	if len(pods) != 4 || pods["web-1"].Labels["app"] != "web" || pods["batch-0"].Labels["app"] != "batch" {
 		t.Fatalf("seeded pods = %v, want web-0, web-1, batch-0, batch-1 labelled by selector", pods)
 	}
 	// A pod without the seeded label is never touched.
 	if err := testClient.Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign", Labels: map[string]string{"app": "web"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: seedNamespace, Name: foreignPod, Labels: map[string]string{"app": "web"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
 	}); err != nil {
 		t.Fatal(err)
 	}
 
 	k := &Kubelet{Client: testClient, Nodes: []string{"n1", "n2"}, Rand: rand.New(rand.NewPCG(1, 1))}
-	log := logr.Discard()
-
-	if err := k.Tick(ctx, log); err != nil {
-		t.Fatal(err)
-	}
+	tick(t, k)
 	nodes := map[string]int{}
-	for name, p := range podsOf(t, ns) {
-		if name == "foreign" {
-			if p.Spec.NodeName != "" {
-				t.Fatalf("foreign pod was bound to %q", p.Spec.NodeName)
-			}
-			continue
+	for name, p := range seededPodsByName(t) {
+		if name != foreignPod {
+			nodes[p.Spec.NodeName]++
 		}
-		nodes[p.Spec.NodeName]++
 	}
-	if nodes["n1"] != 2 || nodes["n2"] != 2 {
-		t.Fatalf("after one tick, pods per node = %v, want n1:2 n2:2", nodes)
+	if want := map[string]int{"n1": 2, "n2": 2}; fmt.Sprint(nodes) != fmt.Sprint(want) {
+		t.Fatalf("after one tick, pods per node = %v, want %v", nodes, want)
+	}
+	if foreign := seededPodsByName(t)[foreignPod]; foreign.Spec.NodeName != "" {
+		t.Fatalf("the foreign pod was bound to %q", foreign.Spec.NodeName)
 	}
 
-	if err := k.Tick(ctx, log); err != nil {
-		t.Fatal(err)
-	}
-	for name, p := range podsOf(t, ns) {
-		if name != "foreign" && (p.Status.Phase != corev1.PodRunning || podIsReady(&p)) {
-			t.Fatalf("after two ticks %s is %s ready=%v, want Running and not ready", name, p.Status.Phase, podIsReady(&p))
-		}
-	}
-	if err := k.Tick(ctx, log); err != nil {
-		t.Fatal(err)
-	}
-	for name, p := range podsOf(t, ns) {
-		if name != "foreign" && (p.Status.Phase != corev1.PodRunning || !podIsReady(&p)) {
-			t.Fatalf("after three ticks %s is %s ready=%v, want Running and ready", name, p.Status.Phase, podIsReady(&p))
-		}
-	}
+	tick(t, k)
+	expectSeededPods(t, "two ticks", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && !podIsReady(p) })
+	tick(t, k)
+	expectSeededPods(t, "three ticks", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && podIsReady(p) })
 
 	// With chaos at 100%, every ready pod fails or is replaced; failed pods are replaced on
-	// the next tick, so after two more ticks none of the original pods is left and the App
+	// the next tick, so after two more ticks none of the original pods is left and each App
 	// keeps its pod count.
 	k.ChaosPercent = 100
-	for range 2 {
-		if err := k.Tick(ctx, log); err != nil {
-			t.Fatal(err)
-		}
-	}
-	after := podsOf(t, ns)
+	tick(t, k)
+	tick(t, k)
 	perApp := map[string]int{}
-	for name, p := range after {
-		if name == "foreign" {
-			continue
-		}
-		if p.DeletionTimestamp != nil {
+	for name, p := range seededPodsByName(t) {
+		if name == foreignPod {
 			continue
 		}
 		perApp[p.Labels["app"]]++
-		if name == "web-0" || name == "web-1" || name == "batch-0" || name == "batch-1" {
+		if _, original := pods[name]; original {
 			t.Errorf("original pod %s survived two chaos ticks (phase %s)", name, p.Status.Phase)
 		}
 	}
-	if perApp["web"] != 2 || perApp["batch"] != 2 {
-		t.Fatalf("pods per app after chaos = %v, want web:2 batch:2", perApp)
+	if want := map[string]int{"batch": 2, "web": 2}; fmt.Sprint(perApp) != fmt.Sprint(want) {
+		t.Fatalf("pods per app after chaos = %v, want %v", perApp, want)
 	}
 }
 

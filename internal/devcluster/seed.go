@@ -52,7 +52,8 @@ func LoadSamples(dir string) ([]*demov1alpha1.App, error) {
 	var apps []*demov1alpha1.App
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || name == "kustomization.yaml" || !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+		isYAML := strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
+		if e.IsDir() || name == "kustomization.yaml" || !isYAML {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(dir, name))

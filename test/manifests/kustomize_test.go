@@ -39,7 +39,7 @@ func build(t *testing.T, dir string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
-	var objs []*unstructured.Unstructured
+	objs := make([]*unstructured.Unstructured, 0, resources.Size())
 	for _, r := range resources.Resources() {
 		data, err := r.MarshalJSON()
 		if err != nil {
@@ -68,7 +68,7 @@ func assetsDir(t *testing.T) string {
 func TestDefaultOverlayAppliesWithServerSideDryRun(t *testing.T) {
 	objs := build(t, filepath.Join("..", "..", "config", "default"))
 
-	var got []string
+	got := make([]string, 0, len(objs))
 	for _, o := range objs {
 		got = append(got, o.GetKind()+"/"+o.GetName())
 	}
@@ -105,7 +105,8 @@ func TestDefaultOverlayAppliesWithServerSideDryRun(t *testing.T) {
 		if o.GetKind() != "Namespace" {
 			continue
 		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("deltacache-test")); err != nil {
+		ac := client.ApplyConfigurationFromUnstructured(o.DeepCopy())
+		if err := c.Apply(ctx, ac, client.FieldOwner("deltacache-test")); err != nil {
 			t.Fatalf("applying %s: %v", o.GetName(), err)
 		}
 	}
