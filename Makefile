@@ -72,6 +72,17 @@ test-e2e: manifests generate fmt vet envtest build ## Run the end-to-end suite: 
 	@assets="$$(bash hack/envtest-binaries.sh "$(LOCALBIN)")"; \
 	KUBEBUILDER_ASSETS="$$assets" MANAGER_BINARY="$(LOCALBIN)/manager" go test -tags=e2e ./test/e2e/ -v -ginkgo.v -timeout 15m
 
+# `make bench` measures deltacache against controller-runtime's cache and client-go's informer and
+# writes docs/benchmarks.md and docs/benchmarks.png: 20k pods on an envtest API server, then
+# in-process workloads (well under 30 minutes on 2 cores). BENCH_QUICK=1 runs small sizes once and
+# writes to bin/bench-quick/ instead. BENCH_ARGS adds flags of test/bench/cmd (e.g. -runs 10).
+.PHONY: bench
+bench: envtest $(LOCALBIN) ## Benchmark deltacache against its peers; writes docs/benchmarks.md (BENCH_QUICK=1: quick run).
+	go build -o "$(LOCALBIN)/bench" ./test/bench/cmd
+	@assets="$$(bash hack/envtest-binaries.sh "$(LOCALBIN)")"; \
+	KUBEBUILDER_ASSETS="$$assets" "$(LOCALBIN)/bench" $(if $(BENCH_QUICK),-quick) -raw "$(LOCALBIN)/bench-raw.json" \
+		-command "make bench$(if $(BENCH_QUICK), BENCH_QUICK=1)$(if $(BENCH_ARGS), BENCH_ARGS='$(BENCH_ARGS)')" $(BENCH_ARGS)
+
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint linter
 	"$(GOLANGCI_LINT)" run

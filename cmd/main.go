@@ -73,11 +73,15 @@ func main() {
 	var tlsOpts []func(*tls.Config)
 	var localControlPlane string
 	var statusInterval time.Duration
+	var informerStallTimeout time.Duration
 	flag.StringVar(&localControlPlane, "local-control-plane", "auto",
 		"auto: run against the cluster of the kubeconfig (--kubeconfig, KUBECONFIG, in-cluster, ~/.kube/config), "+
 			"or start a local control plane with seeded demo Apps when there is none; true: always start one; false: never.")
 	flag.DurationVar(&statusInterval, "status-interval", 5*time.Second,
 		"With a local control plane, how often to print the table of App statuses (0 disables it).")
+	flag.DurationVar(&informerStallTimeout, "informer-stall-timeout", dcache.DefaultStallTimeout,
+		"The healthz check fails when a synced informer has not heard from the API server (no event, bookmark "+
+			"or successful watch) for longer than this.")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
@@ -236,7 +240,15 @@ func main() {
 		setupLog.Error(err, "Failed to set up health check")
 		exit(local)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Liveness also fails when an informer that had synced hears nothing from the API
+	// server for --informer-stall-timeout; readiness waits until every informer of the
+	// cache has synced, and names the kinds that have not and their last errors
+	// (GET /readyz/informers shows them).
+	if err := mgr.AddHealthzCheck("informers", dcache.HealthzCheck(mgr.GetCache(), informerStallTimeout)); err != nil {
+		setupLog.Error(err, "Failed to set up informer health check")
+		exit(local)
+	}
+	if err := mgr.AddReadyzCheck("informers", dcache.ReadyzCheck(mgr.GetCache())); err != nil {
 		setupLog.Error(err, "Failed to set up ready check")
 		exit(local)
 	}

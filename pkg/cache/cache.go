@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/cacheapi"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,11 @@ type Cache struct {
 
 	informers *informerMap
 	stats     listStatsRegistry
+	// intern is the cache's string intern table; nil with DisableStringInterning.
+	intern *internTable
+	// clock drives the informers' timers and the mutation detector; real time except
+	// in tests.
+	clock clock.WithTicker
 
 	// listWatcher builds the ListerWatcher of one scope; newListWatch except in tests.
 	listWatcher func(key entryKey, mapping *meta.RESTMapping, namespaced bool,
@@ -171,6 +177,10 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 		watchErrorHandler:           opts.DefaultWatchErrorHandler,
 		log:                         settings.Logger,
 		informers:                   newInformerMap(settings.Logger),
+		clock:                       clock.RealClock{},
+	}
+	if !settings.DisableStringInterning {
+		c.intern = newInternTable()
 	}
 	c.listWatcher = c.newListWatch
 	return c, nil
@@ -251,9 +261,21 @@ func (c *Cache) Start(ctx context.Context) error {
 }
 
 // WaitForCacheSync waits until Start has been called, then until every informer that
-// exists at the time of the call has synced. It returns false if ctx ends first.
+// exists at the time of the call has synced, and returns true. It returns false if ctx
+// ends first, and also, unlike controller-runtime's (which waits for ctx whatever
+// happens), as soon as every informer that has not synced fails with an error that
+// retrying will not fix — Forbidden, Unauthorized, a resource that is not served —
+// after logging those errors once; SyncError and SyncErrors return them. An informer
+// failing with a transient error (timeouts, 5xx, 429) is waited for.
+//
+// The Manager calls WaitForCacheSync with its own context (no deadline) as the
+// readiness check of its caches, and controllers' sources call it before waiting
+// for their handlers; with deltacache a cache that cannot sync for lack of RBAC
+// makes them fail ("cache did not sync") instead of hanging until CacheSyncTimeout or
+// forever. Config.WaitThroughSyncErrors (WithWaitThroughSyncErrors) restores
+// controller-runtime's behaviour.
 func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
-	return c.informers.WaitForCacheSync(ctx)
+	return c.informers.WaitForCacheSync(ctx, c.settings.WaitThroughSyncErrors)
 }
 
 // NeedLeaderElection returns false: the cache runs on every replica, as

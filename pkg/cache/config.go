@@ -18,11 +18,15 @@ package cache
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/deltacache/deltacache/pkg/informer"
 )
 
 // Config holds deltacache's own settings, the ones controller-runtime's cache.Options has
@@ -48,15 +52,62 @@ type Config struct {
 	// Zero value: pkg/informer's default (500).
 	ListPageSize int64
 
-	// WaitThroughSyncErrors makes a blocking Get, List or GetInformer wait for the
-	// informer to sync (or for its context to end) even when the informer reports an
-	// error that retrying will not fix, such as Forbidden, Unauthorized or NotFound.
-	// Zero value (false): such an error is returned promptly, wrapped so that
-	// apierrors.IsForbidden and friends still recognise it. Transient errors (timeouts,
-	// connection failures, 5xx, 429) never end the wait early; if the context ends first,
-	// the Timeout error also carries the informer's last error.
+	// WaitThroughSyncErrors makes a blocking Get, List or GetInformer, and
+	// WaitForCacheSync, wait for the informers to sync (or for the context to end) even
+	// when they report an error that retrying will not fix, such as Forbidden,
+	// Unauthorized or NotFound.
+	// Zero value (false): a read returns such an error promptly, wrapped so that
+	// apierrors.IsForbidden and friends still recognise it (a NotFound list, meaning the
+	// resource is not served, becomes a *meta.NoKindMatchError), and WaitForCacheSync
+	// returns false once every informer that has not synced reports one. Transient
+	// errors (timeouts, connection failures, 5xx, 429) never end a wait early; if the
+	// context ends first, a read's Timeout error also carries the informer's last error.
 	// Set it to true for controller-runtime's behaviour (wait until the context ends).
 	WaitThroughSyncErrors bool
+
+	// KeepManagedFields keeps metadata.managedFields in the cached objects.
+	// Zero value (false): managedFields are stripped from every object before it is
+	// stored, after the user's transform (ByObject.Transform, else DefaultTransform),
+	// as controller-runtime's cache.TransformStripManagedFields does. They are
+	// server-side-apply bookkeeping that controllers rarely read and often the largest
+	// part of an object's metadata. An Update of an object read from the cache leaves
+	// the server's managedFields unchanged (nil means "not specified").
+	KeepManagedFields bool
+
+	// DisableStringInterning stores the objects' strings as decoded.
+	// Zero value (false): the namespace, generateName, label keys and values,
+	// annotation keys and owner references' apiVersion, kind and name of every cached
+	// object are replaced by one shared copy per distinct string (a bounded intern
+	// table per Cache; see internTable), so thousands of pods of one Deployment share
+	// one "app", one "pod-template-hash" value and one namespace string.
+	DisableStringInterning bool
+
+	// Backoff sets the delays between failed list/watch attempts of every informer;
+	// each failure is logged once, when its retry is scheduled.
+	// Zero value: informer.DefaultBackoff (client-go's: 0.8s doubling to 30s, full
+	// jitter, reset after 2 minutes without failures).
+	Backoff informer.Backoff
+
+	// MutationDetector, when true, keeps a deep copy of every object the cache stores
+	// and reports a *MutationError when a cached object no longer equals its copy:
+	// on the next Get or List that reads it, when a newer version of it arrives, every
+	// MutationCheckPeriod, and on CheckMutations. It catches callers that modify
+	// objects read with UnsafeDisableDeepCopy or received by event handlers. It doubles
+	// the memory of the cache and costs a comparison per read: a test-mode setting.
+	// Zero value (false): off, unless the environment variable
+	// DELTACACHE_MUTATION_DETECTOR is "true" when the cache is built.
+	MutationDetector bool
+
+	// MutationCheckPeriod is the period of the detector's full comparison.
+	// Zero value: one second (client-go's cache mutation detector's period).
+	MutationCheckPeriod time.Duration
+
+	// OnMutation receives every *MutationError the detector finds (except those
+	// returned by CheckMutations); it is called from the goroutine that found it
+	// (a reader, an informer or the periodic check).
+	// Zero value (nil): panic with the *MutationError, as client-go's
+	// KUBE_CACHE_MUTATION_DETECTOR does.
+	OnMutation func(err error)
 }
 
 // Option sets a deltacache-only setting; pass Options to NewWith.
@@ -96,7 +147,51 @@ func WithWaitThroughSyncErrors() Option {
 	}
 }
 
-// complete validates c and returns a copy with label keys de-duplicated (in order).
+// WithKeepManagedFields keeps metadata.managedFields in cached objects, which
+// deltacache strips by default (see Config.KeepManagedFields).
+func WithKeepManagedFields() Option {
+	return func(c *Config) {
+		c.KeepManagedFields = true
+	}
+}
+
+// WithoutStringInterning stores objects' strings as decoded instead of interning the
+// repeated ones (see Config.DisableStringInterning).
+func WithoutStringInterning() Option {
+	return func(c *Config) {
+		c.DisableStringInterning = true
+	}
+}
+
+// WithBackoff sets the delays between failed list/watch attempts of every informer
+// (see Config.Backoff); zero fields take informer.DefaultBackoff's values.
+func WithBackoff(b informer.Backoff) Option {
+	return func(c *Config) {
+		c.Backoff = b
+	}
+}
+
+// WithMutationDetector turns the test-mode mutation detector on (see
+// Config.MutationDetector). period is the period of the full comparison (0 = one
+// second); onMutation receives each *MutationError (nil = panic).
+func WithMutationDetector(period time.Duration, onMutation func(err error)) Option {
+	return func(c *Config) {
+		c.MutationDetector = true
+		c.MutationCheckPeriod = period
+		c.OnMutation = onMutation
+	}
+}
+
+// mutationDetectorEnv is the environment variable that turns the mutation detector
+// on for every cache built while it is "true".
+const mutationDetectorEnv = "DELTACACHE_MUTATION_DETECTOR"
+
+// defaultMutationCheckPeriod is the detector's default full-comparison period.
+const defaultMutationCheckPeriod = time.Second
+
+// complete validates c and returns a copy with label keys de-duplicated (in order),
+// the mutation detector turned on by DELTACACHE_MUTATION_DETECTOR=true, and the
+// detector's period defaulted.
 func (c Config) complete() (Config, error) {
 	var errs []string
 	keys := make([]string, 0, len(c.LabelIndexes))
@@ -112,6 +207,15 @@ func (c Config) complete() (Config, error) {
 	}
 	if c.ListPageSize < 0 {
 		errs = append(errs, fmt.Sprintf("list page size must not be negative, got %d", c.ListPageSize))
+	}
+	if c.MutationCheckPeriod < 0 {
+		errs = append(errs, fmt.Sprintf("mutation check period must not be negative, got %s", c.MutationCheckPeriod))
+	}
+	if os.Getenv(mutationDetectorEnv) == "true" {
+		c.MutationDetector = true
+	}
+	if c.MutationCheckPeriod == 0 {
+		c.MutationCheckPeriod = defaultMutationCheckPeriod
 	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("deltacache: invalid cache config: %s", strings.Join(errs, ", "))

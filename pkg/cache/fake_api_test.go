@@ -62,15 +62,17 @@ type listCall struct {
 }
 
 type fakeAPI struct {
-	t *testing.T
+	t testing.TB
 
 	mu      sync.Mutex
 	objects []runtime.Object
 	listErr error
-	calls   []listCall
+	// kindErrs are list errors of one GVK; they take precedence over listErr.
+	kindErrs map[schema.GroupVersionKind]error
+	calls    []listCall
 }
 
-func newFakeAPI(t *testing.T, objects ...runtime.Object) *fakeAPI {
+func newFakeAPI(t testing.TB, objects ...runtime.Object) *fakeAPI {
 	return &fakeAPI{t: t, objects: objects}
 }
 
@@ -78,6 +80,29 @@ func (f *fakeAPI) setListError(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.listErr = err
+}
+
+// setListErrorFor makes every LIST of gvk fail with err (nil: succeed again).
+func (f *fakeAPI) setListErrorFor(gvk schema.GroupVersionKind, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.kindErrs == nil {
+		f.kindErrs = make(map[schema.GroupVersionKind]error)
+	}
+	f.kindErrs[gvk] = err
+}
+
+// listCallsOf counts the LIST requests of gvk.
+func (f *fakeAPI) listCallsOf(gvk schema.GroupVersionKind) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, call := range f.calls {
+		if call.gvk == gvk {
+			n++
+		}
+	}
+	return n
 }
 
 func (f *fakeAPI) listCalls() []listCall {
@@ -94,25 +119,38 @@ func (f *fakeAPI) listWatcher(
 			return f.list(key, namespaced, opts)
 		},
 		WatchFuncWithContext: func(_ context.Context, lo metav1.ListOptions) (watch.Interface, error) {
-			w := watch.NewRaceFreeFake()
 			if lo.SendInitialEvents == nil || !*lo.SendInitialEvents {
-				return w, nil
+				return watch.NewRaceFreeFake(), nil
 			}
 			// A WatchList request: the initial objects as Added events, then the
-			// bookmark that ends them.
+			// bookmark that ends them, streamed (any number of them) until Stop.
 			list, err := f.list(key, namespaced, opts)
 			if err != nil {
 				return nil, err
 			}
 			items, _ := apimeta.ExtractList(list)
-			for _, item := range items {
-				w.Add(item)
-			}
 			bookmark := toShape(f.t, newObjectOf(key), key)
 			m, _ := apimeta.Accessor(bookmark)
 			m.SetResourceVersion("10")
 			m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-			w.Action(watch.Bookmark, bookmark)
+			events := make(chan watch.Event)
+			w := watch.NewProxyWatcher(events)
+			go func() {
+				send := func(e watch.Event) bool {
+					select {
+					case events <- e:
+						return true
+					case <-w.StopChan():
+						return false
+					}
+				}
+				for _, item := range items {
+					if !send(watch.Event{Type: watch.Added, Object: item}) {
+						return
+					}
+				}
+				send(watch.Event{Type: watch.Bookmark, Object: bookmark})
+			}()
 			return w, nil
 		},
 	}, nil
@@ -132,6 +170,9 @@ func (f *fakeAPI) list(key entryKey, namespaced bool, opts informer.ListWatchOpt
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, listCall{gvk: key.gvk, shape: key.shape, opts: opts})
+	if err := f.kindErrs[key.gvk]; err != nil {
+		return nil, err
+	}
 	if f.listErr != nil {
 		return nil, f.listErr
 	}
@@ -166,7 +207,7 @@ func (f *fakeAPI) list(key entryKey, namespaced bool, opts informer.ListWatchOpt
 }
 
 // toShape converts a typed or unstructured fake object to the shape of key.
-func toShape(t *testing.T, obj runtime.Object, key entryKey) runtime.Object {
+func toShape(t testing.TB, obj runtime.Object, key entryKey) runtime.Object {
 	t.Helper()
 	switch key.shape {
 	case shapeUnstructured:
@@ -195,7 +236,7 @@ func toShape(t *testing.T, obj runtime.Object, key entryKey) runtime.Object {
 	}
 }
 
-func newListOf(t *testing.T, key entryKey, items []runtime.Object) runtime.Object {
+func newListOf(t testing.TB, key entryKey, items []runtime.Object) runtime.Object {
 	t.Helper()
 	var list runtime.Object
 	switch key.shape {
@@ -232,7 +273,7 @@ func testMapper() apimeta.RESTMapper {
 }
 
 // newTestCache builds a Cache on fakeAPI (not started).
-func newTestCache(t *testing.T, api *fakeAPI, opts crcache.Options, options ...Option) *Cache {
+func newTestCache(t testing.TB, api *fakeAPI, opts crcache.Options, options ...Option) *Cache {
 	t.Helper()
 	if opts.Mapper == nil {
 		opts.Mapper = testMapper()
@@ -250,7 +291,7 @@ func newTestCache(t *testing.T, api *fakeAPI, opts crcache.Options, options ...O
 }
 
 // startCache starts c until the test ends and waits for Start to have been called.
-func startCache(t *testing.T, c *Cache) {
+func startCache(t testing.TB, c *Cache) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -273,7 +314,7 @@ func startCache(t *testing.T, c *Cache) {
 	}
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -108,6 +109,8 @@ type scopedInformer struct {
 	informer *informer.SharedIndexInformer
 	// indexer is the informer's live store, fetched once.
 	indexer toolscache.Indexer
+	// detector is the mutation detector of this informer's objects; nil when off.
+	detector *mutationDetector
 
 	// cancel stops the informer; nil until it is started. Guarded by informerMap.mu.
 	cancel context.CancelFunc
@@ -195,6 +198,9 @@ func (m *informerMap) startLocked(e *entry, s *scopedInformer) {
 		defer cancel()
 		s.informer.RunWithContext(logr.NewContext(ctx, log))
 	})
+	if s.detector != nil {
+		m.wg.Go(func() { s.detector.run(ctx, s.indexer) })
+	}
 }
 
 // peek returns the entry of key, if any, and whether the cache has started.
@@ -255,24 +261,30 @@ func (m *informerMap) snapshot() []*scopedInformer {
 	return out
 }
 
-// WaitForCacheSync waits until Start was called, then until every informer that exists
-// now has synced (informers removed meanwhile are not waited for). It returns false if
-// ctx ends first.
-func (m *informerMap) WaitForCacheSync(ctx context.Context) bool {
-	select {
-	case <-m.startWait:
-	case <-ctx.Done():
-		return false
-	}
-	for _, s := range m.snapshot() {
-		select {
-		case <-s.informer.HasSyncedChecker().Done():
-		case <-s.stopped:
-		case <-ctx.Done():
-			return false
+// scopesOf returns the scoped informers of every entry of gvk (any shape).
+func (m *informerMap) scopesOf(gvk schema.GroupVersionKind) []*scopedInformer {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []*scopedInformer
+	for _, s := range []shape{shapeTyped, shapeUnstructured, shapeMetadata} {
+		if e, ok := m.entries[entryKey{gvk: gvk, shape: s}]; ok {
+			out = append(out, e.scopes...)
 		}
 	}
-	return true
+	return out
+}
+
+// gvks returns the GVKs that have at least one entry.
+func (m *informerMap) gvks() []schema.GroupVersionKind {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []schema.GroupVersionKind
+	for key := range m.entries {
+		if !slices.Contains(out, key.gvk) {
+			out = append(out, key.gvk)
+		}
+	}
+	return out
 }
 
 // syncErrorPollInterval is how often a blocking read checks the informer's LastError.
@@ -282,7 +294,9 @@ const syncErrorPollInterval = 50 * time.Millisecond
 //   - a Timeout error (apierrors.IsTimeout) when ctx ends first, carrying the informer's
 //     last list/watch error if it has one;
 //   - the informer's last error, wrapped, as soon as it is one retrying cannot fix
-//     (see isPermanentSyncError), unless waitThroughErrors;
+//     (see isPermanentSyncError), unless waitThroughErrors; a NotFound list/watch (the
+//     resource is not served, e.g. its CRD was deleted) becomes a *meta.NoKindMatchError
+//     instead, so that client.IgnoreNotFound does not mistake it for a missing object;
 //   - an error when the informer stops (removed, or the cache stopped) before syncing.
 //
 // obj only names the Go type in the Timeout error, as controller-runtime does.
@@ -324,22 +338,8 @@ func (s *scopedInformer) waitForSync(
 				continue
 			}
 			if last := s.informer.LastError(); last != nil && isPermanentSyncError(last) {
-				return fmt.Errorf("informer for %s cannot sync: %w", key, last)
+				return permanentSyncError(key, last)
 			}
 		}
 	}
-}
-
-// isPermanentSyncError reports whether err, returned by a list or watch, will keep the
-// informer from syncing until something outside it changes (RBAC, a CRD, the request):
-// retrying with backoff will not help, so a blocking read returns it instead of waiting.
-func isPermanentSyncError(err error) bool {
-	return apierrors.IsForbidden(err) ||
-		apierrors.IsUnauthorized(err) ||
-		apierrors.IsNotFound(err) ||
-		apierrors.IsMethodNotSupported(err) ||
-		apierrors.IsBadRequest(err) ||
-		apierrors.IsInvalid(err) ||
-		apierrors.IsNotAcceptable(err) ||
-		apierrors.IsUnsupportedMediaType(err)
 }

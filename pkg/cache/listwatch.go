@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -36,11 +35,15 @@ import (
 // newEntry builds (but does not start) the informers of key: it maps the GVK to its
 // resource and scope with the RESTMapper, resolves the watch scopes from the options,
 // and builds one ListerWatcher and one informer per scope. It talks to the API server
-// only through the RESTMapper (discovery), never lists or watches.
+// only through the RESTMapper (discovery), never lists or watches. A kind the
+// RESTMapper does not know is a *meta.NoKindMatchError (see mappingError); nothing is
+// remembered, so the next call asks the RESTMapper again, and controller-runtime's
+// dynamic RESTMapper re-discovers the group on a miss: once the CRD is installed, the
+// next Get, List or GetInformer creates the informer.
 func (c *Cache) newEntry(key entryKey) (*entry, error) {
 	mapping, err := c.mapper.RESTMapping(key.gvk.GroupKind(), key.gvk.Version)
 	if err != nil {
-		return nil, err
+		return nil, mappingError(key.gvk, err)
 	}
 	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	set := c.scopes.scopesFor(key.gvk, namespaced)
@@ -62,19 +65,26 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 		if scope.namespace != "" {
 			name += " in namespace " + scope.namespace
 		}
+		var detector *mutationDetector
+		if c.settings.MutationDetector {
+			detector = newMutationDetector(name, c.clock, c.settings.MutationCheckPeriod, c.settings.OnMutation)
+		}
 		inf := informer.NewSharedIndexInformer(lw, example, informer.Options{
 			Name:              name,
 			ResyncPeriod:      jitter(scope.syncPeriod),
 			Indexers:          c.baseIndexers(),
-			Transform:         stampGVK(key.gvk, scope.transform),
+			Transform:         c.storeTransform(key.gvk, scope.transform, detector),
 			WatchErrorHandler: c.watchErrorHandler,
 			Logger:            c.log,
 			PageSize:          c.settings.ListPageSize,
+			Backoff:           c.settings.Backoff,
+			Clock:             c.clock,
 		})
 		e.scopes = append(e.scopes, &scopedInformer{
 			scope:    scope,
 			informer: inf,
 			indexer:  inf.GetIndexer(),
+			detector: detector,
 			stopped:  make(chan struct{}),
 		})
 	}
@@ -148,30 +158,6 @@ func (c *Cache) newListWatch(
 			return nil, fmt.Errorf("building REST client for %s: %w", key.gvk, err)
 		}
 		return informer.NewRESTListWatch(client, mapping.Resource.Resource, namespaced, c.paramCodec, opts), nil
-	}
-}
-
-// stampGVK returns the transform of an informer: it sets gvk on every object before
-// the user's transform (so the transform sees the kind) and again after it if the
-// transform returned an object without one. Objects in the store, and so every object
-// handed to handlers and readers, carry their GVK, which typed list items decoded from
-// the API server otherwise lack.
-func stampGVK(gvk schema.GroupVersionKind, transform toolscache.TransformFunc) toolscache.TransformFunc {
-	return func(in any) (any, error) {
-		if obj, ok := in.(runtime.Object); ok {
-			obj.GetObjectKind().SetGroupVersionKind(gvk)
-		}
-		if transform == nil {
-			return in, nil
-		}
-		out, err := transform(in)
-		if err != nil {
-			return nil, err
-		}
-		if obj, ok := out.(runtime.Object); ok && obj.GetObjectKind().GroupVersionKind().Empty() {
-			obj.GetObjectKind().SetGroupVersionKind(gvk)
-		}
-		return out, nil
 	}
 }
 

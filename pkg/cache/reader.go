@@ -91,6 +91,9 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if !ok {
 		return fmt.Errorf("cache contained %T, which is not an Object", item)
 	}
+	if s.detector != nil {
+		s.detector.check(storeKey, obj)
+	}
 	copied := !disableDeepCopy(s.scope.unsafeDisableDeepCopy, getOpts.UnsafeDisableDeepCopy)
 	if copied {
 		obj = obj.DeepCopyObject()
@@ -184,6 +187,11 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 				}
 				if !listOpts.LabelSelector.Matches(labels.Set(m.GetLabels())) {
 					continue
+				}
+			}
+			if s.detector != nil {
+				if key, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil {
+					s.detector.check(key, obj)
 				}
 			}
 			if copyItems {

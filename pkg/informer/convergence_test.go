@@ -12,34 +12,43 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
 
 // seqChecker is a handler that replays what it is told onto a model and
 // records every notification that contradicts the model (invariant 2: no Add
-// of a present key, no Update or Delete of an absent one).
+// of a present key, no Update or Delete of an absent one, and nothing about
+// an object — a UID — after its Delete: a re-created object has a new UID).
 type seqChecker struct {
 	mu         sync.Mutex
 	model      map[string]string // key → RV
+	uids       map[string]types.UID
+	dead       map[types.UID]bool
 	violations []string
 	slow       bool
 }
 
-func (c *seqChecker) OnAdd(obj any, _ bool) {
-	c.apply("add", keyOfObj(obj), rvOf(obj), func(present bool) bool { return !present })
-}
-func (c *seqChecker) OnUpdate(_, obj any) {
-	c.apply("update", keyOfObj(obj), rvOf(obj), func(present bool) bool { return present })
-}
-func (c *seqChecker) OnDelete(obj any) {
-	c.apply("delete", keyOfObj(obj), "", func(present bool) bool { return present })
+func newSeqChecker(slow bool) *seqChecker {
+	return &seqChecker{model: map[string]string{}, uids: map[string]types.UID{}, dead: map[types.UID]bool{}, slow: slow}
 }
 
-func (c *seqChecker) apply(op, key, rv string, ok func(present bool) bool) {
+func (c *seqChecker) OnAdd(obj any, _ bool) {
+	c.apply("add", obj, func(present bool) bool { return !present })
+}
+func (c *seqChecker) OnUpdate(_, obj any) {
+	c.apply("update", obj, func(present bool) bool { return present })
+}
+func (c *seqChecker) OnDelete(obj any) {
+	c.apply("delete", obj, func(present bool) bool { return present })
+}
+
+func (c *seqChecker) apply(op string, obj any, ok func(present bool) bool) {
 	if c.slow {
 		runtime.Gosched()
 	}
+	key := keyOfObj(obj)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, present := c.model[key]
@@ -47,10 +56,25 @@ func (c *seqChecker) apply(op, key, rv string, ok func(present bool) bool) {
 		c.violations = append(c.violations, fmt.Sprintf("%s %s (present=%v)", op, key, present))
 	}
 	if op == "delete" {
+		c.dead[c.uids[key]] = true
 		delete(c.model, key)
-	} else {
-		c.model[key] = rv
+		delete(c.uids, key)
+		return
 	}
+	uid := uidOf(obj)
+	if c.dead[uid] {
+		c.violations = append(c.violations, fmt.Sprintf("%s %s of uid %s after its delete", op, key, uid))
+	}
+	c.model[key] = rvOf(obj)
+	c.uids[key] = uid
+}
+
+func uidOf(obj any) types.UID {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetUID()
 }
 
 func (c *seqChecker) snapshot() (map[string]string, []string) {
@@ -82,25 +106,48 @@ func testSeed(t *testing.T) uint64 {
 	return uint64(time.Now().UnixNano())
 }
 
-// TestInformerConvergesToServerStateUnderChurn drives a Fake apiserver with
-// random creates, updates, deletes, watch closes, compactions (410 → relist
-// with tombstones), bookmarks and expiring continue tokens, and checks the
-// invariants of DESIGN.md: after quiescence the store equals the server
-// (no loss, no ghosts); each handler's sequence per key is consistent and
-// ends at the store's state; the store RV never goes back.
+// TestInformerConvergesToServerStateUnderChurn is the model-based test: it
+// drives a Fake apiserver (the model) with random creates, updates, deletes,
+// watch closes (disconnects), compactions (410 → relist with tombstones),
+// bookmarks and expiring continue tokens, with the initial list and relists
+// paginated or streamed (WatchList), and checks the invariants of DESIGN.md:
+// after quiescence the store equals the server (no loss, no ghosts); each
+// handler's last-seen state per key equals the server; no handler sees an
+// Add of a present key, an Update or Delete of an absent one, or any event
+// of an object (UID) after its Delete; the store RV never goes back.
 // Reproduce with INFORMER_TEST_SEED=<seed>.
 func TestInformerConvergesToServerStateUnderChurn(t *testing.T) {
 	seed := testSeed(t)
 	t.Logf("seed %d (INFORMER_TEST_SEED=%d to reproduce)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
+	for _, mode := range []string{"paginated LIST", "WatchList"} {
+		t.Run(mode, func(t *testing.T) {
+			convergeUnderChurn(t, rand.New(rand.NewPCG(seed, 1)), mode == "WatchList")
+		})
+	}
+}
 
+func convergeUnderChurn(t *testing.T, rng *rand.Rand, watchList bool) {
 	f := informertest.New(&corev1.Pod{})
+	f.ServeWatchList(watchList)
+	generation := 0
+	create := func(name string) {
+		generation++
+		p := pod("a", name, "")
+		p.UID = types.UID(fmt.Sprintf("%s-%d", name, generation))
+		f.Create(p)
+	}
+	update := func(name string, labels ...string) {
+		cur, _ := f.Get("a/" + name)
+		p := pod("a", name, "", labels...)
+		p.UID = cur.(*corev1.Pod).UID
+		f.Update(p)
+	}
 	for i := range 20 {
-		f.Create(pod("a", fmt.Sprintf("p%d", i), ""))
+		create(fmt.Sprintf("p%d", i))
 	}
 	s := newPodInformer(f, Options{PageSize: 7})
-	fast := &seqChecker{model: map[string]string{}}
-	slow := &seqChecker{model: map[string]string{}, slow: true}
+	fast := newSeqChecker(false)
+	slow := newSeqChecker(true)
 	addHandler(t, s, fast)
 	addHandler(t, s, slow)
 	startInformer(t, s)
@@ -137,9 +184,9 @@ func TestInformerConvergesToServerStateUnderChurn(t *testing.T) {
 		switch r := rng.IntN(100); {
 		case r < 50:
 			if exists[name] {
-				f.Update(pod("a", name, "", fmt.Sprintf("gen=%d", i)))
+				update(name, fmt.Sprintf("gen=%d", i))
 			} else {
-				f.Create(pod("a", name, ""))
+				create(name)
 				exists[name] = true
 			}
 		case r < 75:
@@ -156,7 +203,7 @@ func TestInformerConvergesToServerStateUnderChurn(t *testing.T) {
 		case r < 90:
 			f.ExpireContinueTokens(rng.IntN(2) == 0)
 		case r < 91 && len(lateCheckers) < 2:
-			c := &seqChecker{model: map[string]string{}}
+			c := newSeqChecker(false)
 			lateCheckers = append(lateCheckers, c)
 			addHandler(t, s, c)
 		}

@@ -69,6 +69,8 @@ type HandlerRegistration struct {
 
 	panics    atomic.Uint64
 	delivered atomic.Uint64
+	// metrics are this handler's series; only the delivery goroutine uses them.
+	metrics handlerMetrics
 }
 
 var _ toolscache.ResourceEventHandlerRegistration = (*HandlerRegistration)(nil)
@@ -312,13 +314,15 @@ func (r *HandlerRegistration) next() (string, []notification, bool) {
 
 // deliver calls the handler, containing a panic unless CrashOnHandlerPanic.
 func (r *HandlerRegistration) deliver(key string, n notification) {
+	start := r.informer.clock.Now()
 	defer func() {
-		if p := recover(); p != nil {
+		p := recover()
+		r.observeDelivery(start, p != nil)
+		if p != nil {
 			if r.crash {
 				panic(p)
 			}
 			r.panics.Add(1)
-			handlerPanicsTotal.WithLabelValues(r.informer.name).Inc()
 			r.log.Error(fmt.Errorf("panic: %v", p), "event handler panicked; continuing",
 				"handler", r.name, "key", key, "panics", r.panics.Load())
 		}

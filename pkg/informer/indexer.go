@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -26,10 +25,25 @@ var _ toolscache.Indexer = (*Indexer)(nil)
 // Objects are stored and returned as the pointers that were added: callers
 // must not mutate them. Returned slices are fresh and may be kept.
 //
-// Locking: one sync.RWMutex. Index functions run before the write lock is
-// taken, so a write holds the lock only for map updates; List and ByIndex
-// hold the read lock only while copying pointers. Go's RWMutex blocks new
-// readers once a writer waits, so readers cannot starve the writer.
+// Readers never block the writer and the writer never blocks readers
+// (DESIGN.md invariant 6: a write never waits behind a long List). Each key
+// has a cell holding its current record behind an atomic pointer; the cells
+// live in copy-on-write hash shards of a few entries each, and the indexes
+// file them in persistent hash tries (see shardTable and trie). A reader
+// loads what it needs with atomic loads and takes no lock. An update stores
+// a new record in the key's cell (and refiles the cell if an index value
+// changed); an add or delete also replaces one shard by a modified copy.
+// Writers serialise on a mutex that readers never take. client-go's store
+// instead guards one map with an RWMutex, and with 10 readers listing 10k
+// objects in a loop its writer manages ~74 writes/s (anchor-client-go.md
+// §8.3).
+//
+// Consistency: every object a read returns is one that was stored at some
+// point during the read, with its index values; a write is visible to every
+// read that starts after it returned. A List or ByIndex that runs while
+// writes happen may reflect some of them and not others (as if each object
+// were read at a slightly different instant), never a torn object: ByIndex
+// returns only objects that are filed under the value when they are read.
 //
 // Beyond client-go: the index values a key was filed under are remembered,
 // so updates and deletes remove the old entries without re-running index
@@ -39,16 +53,11 @@ var _ toolscache.Indexer = (*Indexer)(nil)
 type Indexer struct {
 	keyFunc toolscache.KeyFunc
 
-	// funcs is an immutable snapshot of the index functions, swapped by
-	// AddIndexers. Writers read it without the lock to compute index values.
-	funcs atomic.Pointer[indexFuncs]
-
-	mu      sync.RWMutex
-	items   table
-	indices map[string]*index
-	rv      string
-	// size mirrors len(items.objs) so List can allocate before locking.
-	size atomic.Int64
+	// table is the current content; readers load it, the writer replaces
+	// its shards and indexes, or (Replace, AddIndexers, growth) all of it.
+	table atomic.Pointer[shardTable]
+	// writeMu serialises writers. Readers never take it.
+	writeMu sync.Mutex
 }
 
 // indexFuncs is an immutable, name-sorted set of index functions.
@@ -57,15 +66,7 @@ type indexFuncs struct {
 	fns   []toolscache.IndexFunc
 }
 
-// index is one named index: indexed value → (key → object), plus the values
-// each key is currently filed under. Buckets hold the objects themselves so
-// ByIndex needs no second lookup.
-type index struct {
-	byValue map[string]map[string]any
-	byKey   map[string][]string
-}
-
-// indexValues are the values of one object for every index of a snapshot,
+// indexValues are the values of one object for every index of a funcs set,
 // aligned with indexFuncs.names. errs[i] is set if that index function failed.
 type indexValues struct {
 	funcs  *indexFuncs
@@ -77,27 +78,21 @@ type indexValues struct {
 // example toolscache.DeletionHandlingMetaNamespaceKeyFunc) and maintains the
 // given indexes. indexers may be nil.
 func NewIndexer(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers) *Indexer {
-	ix := &Indexer{
-		keyFunc: keyFunc,
-		items:   newTable(0),
-		indices: map[string]*index{},
-	}
-	names := make([]string, 0, len(indexers))
-	for name := range indexers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	f := &indexFuncs{names: names}
-	for _, name := range names {
-		f.fns = append(f.fns, indexers[name])
-		ix.indices[name] = newIndex()
-	}
-	ix.funcs.Store(f)
+	ix := &Indexer{keyFunc: keyFunc}
+	ix.table.Store(newShardTable(newIndexFuncs(indexers), 0, ""))
 	return ix
 }
 
-func newIndex() *index {
-	return &index{byValue: map[string]map[string]any{}, byKey: map[string][]string{}}
+func newIndexFuncs(indexers toolscache.Indexers) *indexFuncs {
+	f := &indexFuncs{names: make([]string, 0, len(indexers))}
+	for name := range indexers {
+		f.names = append(f.names, name)
+	}
+	slices.Sort(f.names)
+	for _, name := range f.names {
+		f.fns = append(f.fns, indexers[name])
+	}
+	return f
 }
 
 // compute runs every index function of f on obj. It takes no lock.
@@ -117,6 +112,52 @@ func (f *indexFuncs) compute(obj any) indexValues {
 	return v
 }
 
+// filed returns the values to file the object under in index i: none if the
+// index function failed.
+func (v indexValues) filed(i int) []string {
+	if (v.errs != nil && v.errs[i] != nil) || len(v.values[i]) == 0 {
+		return nil
+	}
+	return v.values[i]
+}
+
+// err joins the index function errors of key's values, naming each index.
+func (v indexValues) err(key string) error {
+	if v.errs == nil {
+		return nil
+	}
+	var errs []error
+	for i, err := range v.errs {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("index %q of key %q: %w", v.funcs.names[i], key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// newRecord returns the record of obj filed under vals, sharing old's values
+// when none changed; changed reports whether any index value changed.
+func newRecord(obj any, old *record, vals indexValues) (rec *record, changed bool) {
+	rec = &record{obj: obj}
+	if old != nil {
+		rec.vals = old.vals
+	}
+	for i := range vals.funcs.names {
+		if slices.Equal(old.filed(i), vals.filed(i)) {
+			continue
+		}
+		if !changed {
+			rec.vals = make([][]string, len(vals.funcs.names))
+			if old != nil {
+				copy(rec.vals, old.vals)
+			}
+			changed = true
+		}
+		rec.vals[i] = vals.filed(i)
+	}
+	return rec, changed
+}
+
 // Add stores obj under its key, replacing any previous object, and records
 // the object's resourceVersion as the store's RV if it is newer. It returns a
 // toolscache.KeyError if the key cannot be computed, and an error naming the
@@ -127,9 +168,7 @@ func (ix *Indexer) Add(obj any) error {
 	if err != nil {
 		return toolscache.KeyError{Obj: obj, Err: err}
 	}
-	err = ix.put(key, obj)
-	ix.observeRV(obj)
-	return err
+	return ix.put(key, obj)
 }
 
 // Update is Add: the store does not distinguish between the two.
@@ -143,135 +182,152 @@ func (ix *Indexer) Delete(obj any) error {
 	if err != nil {
 		return toolscache.KeyError{Obj: obj, Err: err}
 	}
-	ix.remove(key)
-	ix.observeRV(obj)
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	t := ix.table.Load()
+	t.remove(key)
+	t.observeRV(obj)
 	return nil
 }
 
 // put stores obj under key and refiles it in every index. Index functions
-// run before the lock is taken.
+// run before the writer mutex is taken (again under it only if AddIndexers
+// changed them meanwhile).
 func (ix *Indexer) put(key string, obj any) error {
-	vals := ix.funcs.Load().compute(obj)
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	vals = ix.refreshLocked(vals, obj)
-	ix.items.set(key, obj)
-	ix.size.Store(int64(len(ix.items.objs)))
-	return ix.fileLocked(key, vals, obj)
+	vals := ix.table.Load().funcs.compute(obj)
+	h := keyHash(key)
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	t := ix.table.Load()
+	if t.funcs != vals.funcs {
+		vals = t.funcs.compute(obj)
+	}
+	slot := t.shardOf(h)
+	s := slot.Load()
+	i, found := s.search(key)
+	e := &entry{}
+	var old *record
+	if found {
+		e = s.entries[i].e
+		old = e.rec.Load()
+	}
+	rec, changed := newRecord(obj, old, vals)
+	// The record first, then the indexes: a reader that finds the entry in
+	// a bucket checks that the record it loads is filed there.
+	e.rec.Store(rec)
+	if !found {
+		slot.Store(s.with(i, key, e))
+	}
+	if changed {
+		t.refile(key, e, old, rec)
+	}
+	t.observeRV(obj)
+	if !found && t.size.Add(1) > shardTarget<<t.bits {
+		ix.table.Store(t.grown())
+	}
+	return vals.err(key)
 }
 
 // remove deletes key and its index entries; it reports whether key was present.
 func (ix *Indexer) remove(key string) bool {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if !ix.items.del(key) {
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	return ix.table.Load().remove(key)
+}
+
+// remove deletes key from t (writer only); it reports whether it was present.
+func (t *shardTable) remove(key string) bool {
+	slot := t.shardOf(keyHash(key))
+	s := slot.Load()
+	i, found := s.search(key)
+	if !found {
 		return false
 	}
-	ix.size.Store(int64(len(ix.items.objs)))
-	for _, idx := range ix.indices {
-		idx.unfile(key)
-	}
+	e := s.entries[i].e
+	old := e.rec.Load()
+	e.rec.Store(nil)
+	slot.Store(s.without(i))
+	t.refile(key, e, old, nil)
+	t.size.Add(-1)
 	return true
 }
 
-// refreshLocked recomputes vals if AddIndexers swapped the index functions
-// after vals were computed.
-func (ix *Indexer) refreshLocked(vals indexValues, obj any) indexValues {
-	if cur := ix.funcs.Load(); cur != vals.funcs {
-		return cur.compute(obj)
+// refile moves key's entry e in every index from old's values to rec's
+// (writer only).
+func (t *shardTable) refile(key string, e *entry, old, rec *record) {
+	cur := t.indices.Load()
+	next := &indexSet{byName: slices.Clone(cur.byName)}
+	ed := &edit{}
+	for i := range next.byName {
+		next.byName[i] = refileIndex(ed, next.byName[i], key, e, old.filed(i), rec.filed(i))
 	}
-	return vals
+	t.indices.Store(next)
 }
 
-// fileLocked files key (holding obj) under vals in every index, removing old
-// entries first.
-func (ix *Indexer) fileLocked(key string, vals indexValues, obj any) error {
-	return fileInto(ix.indices, key, vals, obj)
-}
-
-// fileInto files key (holding obj) under vals in the given indexes.
-func fileInto(indices map[string]*index, key string, vals indexValues, obj any) error {
-	var errs []error
-	for i, name := range vals.funcs.names {
-		idx := indices[name]
-		if vals.errs != nil && vals.errs[i] != nil {
-			idx.unfile(key)
-			errs = append(errs, fmt.Errorf("index %q of key %q: %w", name, key, vals.errs[i]))
+// refileIndex moves key's entry e in one index from the buckets of oldVals
+// to those of newVals, dropping buckets that become empty.
+func refileIndex(ed *edit, idx trie[bucket], key string, e *entry, oldVals, newVals []string) trie[bucket] {
+	if slices.Equal(oldVals, newVals) {
+		return idx
+	}
+	for _, v := range oldVals {
+		b, ok := idx.get(v)
+		if !ok {
 			continue
 		}
-		idx.file(key, vals.values[i], obj)
-	}
-	return errors.Join(errs...)
-}
-
-// file replaces the values key is filed under with values, holding obj.
-func (idx *index) file(key string, values []string, obj any) {
-	old, had := idx.byKey[key]
-	if had && slices.Equal(old, values) {
-		for _, v := range values {
-			idx.byValue[v][key] = obj
-		}
-		return
-	}
-	idx.unfile(key)
-	if len(values) == 0 {
-		return
-	}
-	for _, v := range values {
-		set := idx.byValue[v]
-		if set == nil {
-			set = map[string]any{}
-			idx.byValue[v] = set
-		}
-		set[key] = obj
-	}
-	idx.byKey[key] = values
-}
-
-// unfile removes every entry of key and drops buckets that become empty.
-func (idx *index) unfile(key string) {
-	old, ok := idx.byKey[key]
-	if !ok {
-		return
-	}
-	for _, v := range old {
-		if set := idx.byValue[v]; set != nil {
-			delete(set, key)
-			if len(set) == 0 {
-				delete(idx.byValue, v)
-			}
+		if b, _ = b.del(ed, key); b.Len() == 0 {
+			idx, _ = idx.del(ed, v)
+		} else {
+			idx = idx.set(ed, v, b)
 		}
 	}
-	delete(idx.byKey, key)
+	for _, v := range newVals {
+		b, _ := idx.get(v)
+		idx = idx.set(ed, v, b.set(ed, key, e))
+	}
+	return idx
 }
 
-// List returns every stored object in no particular order. The result is
-// allocated before the read lock is taken; under it only pointers are copied.
+// observeRV records obj's resourceVersion as t's RV if it is newer (RVs
+// compared as integers when both parse; otherwise obj's wins). Tombstones
+// and objects without one leave it as it is. Writer only.
+func (t *shardTable) observeRV(obj any) {
+	if _, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	if rv := m.GetResourceVersion(); rv != "" && rv != *t.rv.Load() && !rvOlder(rv, *t.rv.Load()) {
+		t.rv.Store(&rv)
+	}
+}
+
+// List returns every stored object in no particular order.
 func (ix *Indexer) List() []any {
-	out := make([]any, ix.size.Load()+16)
-	ix.mu.RLock()
-	if n := len(ix.items.objs); n > len(out) {
-		out = make([]any, n)
-	}
-	out = out[:copy(out, ix.items.objs)]
-	ix.mu.RUnlock()
+	t := ix.table.Load()
+	out := make([]any, 0, t.size.Load()+16)
+	t.each(func(_ string, r *record) bool {
+		out = append(out, r.obj)
+		return true
+	})
 	return out
 }
 
 // ListKeys returns every stored key in no particular order.
 func (ix *Indexer) ListKeys() []string {
-	out := make([]string, ix.size.Load()+16)
-	ix.mu.RLock()
-	if n := len(ix.items.keys); n > len(out) {
-		out = make([]string, n)
-	}
-	out = out[:copy(out, ix.items.keys)]
-	ix.mu.RUnlock()
+	t := ix.table.Load()
+	out := make([]string, 0, t.size.Load()+16)
+	t.each(func(key string, _ *record) bool {
+		out = append(out, key)
+		return true
+	})
 	return out
 }
 
 // Len returns the number of stored objects.
-func (ix *Indexer) Len() int { return int(ix.size.Load()) }
+func (ix *Indexer) Len() int { return int(ix.table.Load().size.Load()) }
 
 // Get returns the object stored under obj's key.
 func (ix *Indexer) Get(obj any) (item any, exists bool, err error) {
@@ -284,40 +340,35 @@ func (ix *Indexer) Get(obj any) (item any, exists bool, err error) {
 
 // GetByKey returns the object stored under key. The error is always nil.
 func (ix *Indexer) GetByKey(key string) (item any, exists bool, err error) {
-	ix.mu.RLock()
-	item, exists = ix.items.get(key)
-	ix.mu.RUnlock()
-	return item, exists, nil
+	if r := ix.table.Load().get(key); r != nil {
+		return r.obj, true, nil
+	}
+	return nil, false, nil
 }
 
 // Replace makes list the store's entire content, rebuilds every index and
 // records resourceVersion as the store's RV (unconditionally: a Replace is the
-// authoritative state at that RV). The new table and indexes are built
-// before the write lock is taken, which is then held only to swap them in
-// (unless AddIndexers ran meanwhile). It returns a KeyError for every object
-// whose key cannot be computed (that object is skipped) and errors of failing
-// index functions.
+// authoritative state at that RV). The new content is built before the
+// writer mutex is taken (again under it only if AddIndexers ran meanwhile)
+// and published at once. It returns a KeyError for every object whose key
+// cannot be computed (that object is skipped) and errors of failing index
+// functions.
 func (ix *Indexer) Replace(list []any, resourceVersion string) error {
-	funcs := ix.funcs.Load()
-	items, indices, errs := ix.build(list, funcs)
-
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if cur := ix.funcs.Load(); cur != funcs {
-		var idxErrs []error
-		indices, idxErrs = buildIndices(items, cur)
-		errs = append(errs[:0:0], append(keyErrors(errs), idxErrs...)...)
+	funcs := ix.table.Load().funcs
+	next, errs := ix.build(list, funcs, resourceVersion)
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	if cur := ix.table.Load(); cur.funcs != funcs {
+		next, errs = ix.build(list, cur.funcs, resourceVersion)
 	}
-	ix.items = items
-	ix.indices = indices
-	ix.size.Store(int64(len(items.objs)))
-	ix.rv = resourceVersion
+	ix.table.Store(next)
 	return errors.Join(errs...)
 }
 
-// build makes a table and indexes of list with funcs. It takes no lock.
-func (ix *Indexer) build(list []any, funcs *indexFuncs) (table, map[string]*index, []error) {
-	items := newTable(len(list))
+// build makes a table of list with funcs. It takes no lock: the table is
+// private until published.
+func (ix *Indexer) build(list []any, funcs *indexFuncs, rv string) (*shardTable, []error) {
+	t := newShardTable(funcs, len(list), rv)
 	var errs []error
 	for _, obj := range list {
 		key, err := ix.keyFunc(obj)
@@ -325,39 +376,31 @@ func (ix *Indexer) build(list []any, funcs *indexFuncs) (table, map[string]*inde
 			errs = append(errs, toolscache.KeyError{Obj: obj, Err: err})
 			continue
 		}
-		items.set(key, obj)
-	}
-	indices, idxErrs := buildIndices(items, funcs)
-	return items, indices, append(errs, idxErrs...)
-}
-
-func buildIndices(items table, funcs *indexFuncs) (map[string]*index, []error) {
-	indices := make(map[string]*index, len(funcs.names))
-	for _, name := range funcs.names {
-		indices[name] = newIndex()
-	}
-	var errs []error
-	if len(funcs.names) == 0 {
-		return indices, nil
-	}
-	for i, key := range items.keys {
-		obj := items.objs[i]
-		if err := fileInto(indices, key, funcs.compute(obj), obj); err != nil {
+		vals := funcs.compute(obj)
+		if err := vals.err(key); err != nil {
 			errs = append(errs, err)
 		}
+		rec, _ := newRecord(obj, nil, vals)
+		t.fill(key, rec)
 	}
-	return indices, errs
+	t.sortShards()
+	t.indexAll()
+	return t, errs
 }
 
-func keyErrors(errs []error) []error {
-	var out []error
-	for _, err := range errs {
-		var ke toolscache.KeyError
-		if errors.As(err, &ke) {
-			out = append(out, err)
+// indexAll builds t's indexes from its entries (before t is published).
+func (t *shardTable) indexAll() {
+	set := &indexSet{byName: make([]trie[bucket], len(t.funcs.names))}
+	ed := &edit{}
+	for j := range t.shards {
+		for _, se := range t.shards[j].Load().entries {
+			r := se.e.rec.Load()
+			for i := range set.byName {
+				set.byName[i] = refileIndex(ed, set.byName[i], se.key, se.e, nil, r.filed(i))
+			}
 		}
 	}
-	return out
+	t.indices.Store(set)
 }
 
 // Resync is a no-op: the store has nothing to resync. It exists to satisfy
@@ -368,11 +411,7 @@ func (ix *Indexer) Resync() error { return nil }
 // content is known to reflect: the RV of the last Replace, Bookmark, or
 // Add/Update/Delete whose object carried a newer RV. "" before any.
 // (client-go returns "" unless its AtomicFIFO gate is on; ours always tracks.)
-func (ix *Indexer) LastStoreSyncResourceVersion() string {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return ix.rv
-}
+func (ix *Indexer) LastStoreSyncResourceVersion() string { return *ix.table.Load().rv.Load() }
 
 // Bookmark records rv as the store's RV unless the store already reflects a
 // newer one (RVs are compared as integers when both parse; otherwise rv wins).
@@ -380,19 +419,11 @@ func (ix *Indexer) Bookmark(rv string) {
 	if rv == "" {
 		return
 	}
-	ix.mu.Lock()
-	if !rvOlder(rv, ix.rv) {
-		ix.rv = rv
-	}
-	ix.mu.Unlock()
-}
-
-func (ix *Indexer) observeRV(obj any) {
-	if _, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		return
-	}
-	if m, err := meta.Accessor(obj); err == nil {
-		ix.Bookmark(m.GetResourceVersion())
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	t := ix.table.Load()
+	if cur := *t.rv.Load(); rv != cur && !rvOlder(rv, cur) {
+		t.rv.Store(&rv)
 	}
 }
 
@@ -400,77 +431,93 @@ func (ix *Indexer) observeRV(obj any) {
 // index indexName with obj. It returns an error if the index does not exist
 // or its function fails on obj.
 func (ix *Indexer) Index(indexName string, obj any) ([]any, error) {
-	funcs := ix.funcs.Load()
-	i, ok := slices.BinarySearch(funcs.names, indexName)
+	t := ix.table.Load()
+	i, ok := slices.BinarySearch(t.funcs.names, indexName)
 	if !ok {
 		return nil, errNoIndex(indexName)
 	}
-	values, err := funcs.fns[i](obj)
+	values, err := t.funcs.fns[i](obj)
 	if err != nil {
 		return nil, fmt.Errorf("index %q: %w", indexName, err)
 	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	idx, ok := ix.indices[indexName]
-	if !ok {
-		return nil, errNoIndex(indexName)
-	}
+	idx := t.indices.Load().byName[i]
 	if len(values) == 1 {
-		set := idx.byValue[values[0]]
-		out := make([]any, 0, len(set))
-		for _, obj := range set {
-			out = append(out, obj)
-		}
-		return out, nil
+		return t.bucketObjects(idx, i, values[0]), nil
 	}
-	seen := map[string]struct{}{}
+	seen := map[*entry]struct{}{}
 	var out []any
 	for _, v := range values {
-		for key, obj := range idx.byValue[v] {
-			if _, dup := seen[key]; dup {
-				continue
+		b, _ := idx.get(v)
+		b.each(func(_ string, e *entry) bool {
+			if _, dup := seen[e]; dup {
+				return true
 			}
-			seen[key] = struct{}{}
-			out = append(out, obj)
-		}
+			if r := e.rec.Load(); r.filedUnder(i, v) {
+				seen[e] = struct{}{}
+				out = append(out, r.obj)
+			}
+			return true
+		})
 	}
 	return out, nil
+}
+
+// index returns the position and content of the index named name.
+func (t *shardTable) index(name string) (int, trie[bucket], bool) {
+	i, ok := slices.BinarySearch(t.funcs.names, name)
+	if !ok {
+		return 0, trie[bucket]{}, false
+	}
+	return i, t.indices.Load().byName[i], true
+}
+
+// bucketObjects returns the objects filed under value in idx (index i):
+// those of the bucket's entries whose current record is filed there.
+func (t *shardTable) bucketObjects(idx trie[bucket], i int, value string) []any {
+	b, _ := idx.get(value)
+	out := make([]any, 0, b.Len())
+	b.each(func(_ string, e *entry) bool {
+		if r := e.rec.Load(); r.filedUnder(i, value) {
+			out = append(out, r.obj)
+		}
+		return true
+	})
+	return out
 }
 
 // IndexKeys returns the sorted keys filed under indexedValue in the index
 // indexName, or an error "index with name <name> does not exist".
 func (ix *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
-	ix.mu.RLock()
-	idx, ok := ix.indices[indexName]
+	t := ix.table.Load()
+	i, idx, ok := t.index(indexName)
 	if !ok {
-		ix.mu.RUnlock()
 		return nil, errNoIndex(indexName)
 	}
-	set := idx.byValue[indexedValue]
-	out := make([]string, 0, len(set))
-	for key := range set {
-		out = append(out, key)
-	}
-	ix.mu.RUnlock()
-	sort.Strings(out)
+	b, _ := idx.get(indexedValue)
+	out := make([]string, 0, b.Len())
+	b.each(func(key string, e *entry) bool {
+		if e.rec.Load().filedUnder(i, indexedValue) {
+			out = append(out, key)
+		}
+		return true
+	})
+	slices.Sort(out)
 	return out, nil
 }
 
 // ListIndexFuncValues returns every value present in the index indexName,
 // sorted; nil if the index does not exist.
 func (ix *Indexer) ListIndexFuncValues(indexName string) []string {
-	ix.mu.RLock()
-	idx, ok := ix.indices[indexName]
+	_, idx, ok := ix.table.Load().index(indexName)
 	if !ok {
-		ix.mu.RUnlock()
 		return nil
 	}
-	out := make([]string, 0, len(idx.byValue))
-	for v := range idx.byValue {
+	out := make([]string, 0, idx.Len())
+	idx.each(func(v string, _ bucket) bool {
 		out = append(out, v)
-	}
-	ix.mu.RUnlock()
-	sort.Strings(out)
+		return true
+	})
+	slices.Sort(out)
 	return out
 }
 
@@ -478,32 +525,31 @@ func (ix *Indexer) ListIndexFuncValues(indexName string) []string {
 // indexName, in no particular order, or an error
 // "index with name <name> does not exist".
 func (ix *Indexer) ByIndex(indexName, indexedValue string) ([]any, error) {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	idx, ok := ix.indices[indexName]
+	t := ix.table.Load()
+	i, idx, ok := t.index(indexName)
 	if !ok {
 		return nil, errNoIndex(indexName)
 	}
-	set := idx.byValue[indexedValue]
-	out := make([]any, 0, len(set))
-	for _, obj := range set {
-		out = append(out, obj)
-	}
-	return out, nil
+	return t.bucketObjects(idx, i, indexedValue), nil
 }
 
 // GetIndexers returns a copy of the index functions.
 func (ix *Indexer) GetIndexers() toolscache.Indexers {
-	funcs := ix.funcs.Load()
-	out := make(toolscache.Indexers, len(funcs.names))
-	for i, name := range funcs.names {
-		out[name] = funcs.fns[i]
+	return indexersOf(ix.table.Load().funcs)
+}
+
+// indexersOf returns f as toolscache.Indexers.
+func indexersOf(f *indexFuncs) toolscache.Indexers {
+	out := make(toolscache.Indexers, len(f.names))
+	for i, name := range f.names {
+		out[name] = f.fns[i]
 	}
 	return out
 }
 
 // AddIndexers adds indexes and files every stored object in them. It may be
-// called at any time, also while an informer writes to the store. A name that
+// called at any time, also while an informer writes to the store; readers
+// see the new indexes, fully back-filled, from one instant on. A name that
 // already exists (or appears twice) is an error and nothing is added. Errors
 // of index functions on existing objects are returned after the indexes were
 // added (those objects are not filed).
@@ -511,51 +557,49 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	if len(newIndexers) == 0 {
 		return nil
 	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	old := ix.funcs.Load()
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	cur := ix.table.Load()
 	var clash []string
 	for name := range newIndexers {
-		if _, ok := slices.BinarySearch(old.names, name); ok {
+		if _, ok := slices.BinarySearch(cur.funcs.names, name); ok {
 			clash = append(clash, name)
 		}
 	}
 	if len(clash) > 0 {
-		sort.Strings(clash)
+		slices.Sort(clash)
 		return fmt.Errorf("indexer conflict: %v", clash)
 	}
-	all := make(map[string]toolscache.IndexFunc, len(old.names)+len(newIndexers))
-	for i, name := range old.names {
-		all[name] = old.fns[i]
-	}
-	added := &indexFuncs{}
+	all := indexersOf(cur.funcs)
 	for name, fn := range newIndexers {
 		all[name] = fn
-		added.names = append(added.names, name)
 	}
-	sort.Strings(added.names)
-	for _, name := range added.names {
-		added.fns = append(added.fns, newIndexers[name])
-		ix.indices[name] = newIndex()
-	}
-	next := &indexFuncs{}
-	for name := range all {
-		next.names = append(next.names, name)
-	}
-	sort.Strings(next.names)
-	for _, name := range next.names {
-		next.fns = append(next.fns, all[name])
-	}
-	// Back-fill under the write lock: a concurrent writer that computed its
-	// values with the old snapshot recomputes them (refreshLocked).
+	funcs := newIndexFuncs(all)
+	added := newIndexFuncs(newIndexers)
+	// Existing objects keep their computed values; only the new functions run.
+	next := newShardTable(funcs, int(cur.size.Load()), *cur.rv.Load())
 	var errs []error
-	for i, key := range ix.items.keys {
-		obj := ix.items.objs[i]
-		if err := ix.fileLocked(key, added.compute(obj), obj); err != nil {
+	cur.each(func(key string, r *record) bool {
+		newVals := added.compute(r.obj)
+		if err := newVals.err(key); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	ix.funcs.Store(next)
+		vals := indexValues{funcs: funcs, values: make([][]string, len(funcs.names))}
+		for i, name := range funcs.names {
+			if j, ok := slices.BinarySearch(added.names, name); ok {
+				vals.values[i] = newVals.filed(j)
+			} else {
+				k, _ := slices.BinarySearch(cur.funcs.names, name)
+				vals.values[i] = r.filed(k)
+			}
+		}
+		rec, _ := newRecord(r.obj, nil, vals)
+		next.fill(key, rec)
+		return true
+	})
+	next.sortShards()
+	next.indexAll()
+	ix.table.Store(next)
 	return errors.Join(errs...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/clock"
 )
 
@@ -56,14 +58,30 @@ type Options struct {
 	WatchStallTimeout time.Duration
 	// Clock for timers (resync, backoff, watch stalls); default real time.
 	Clock clock.WithTicker
-	// WatchList streams the initial list through a watch with
-	// sendInitialEvents (KEP-3157) instead of a paginated LIST, when the
-	// ListerWatcher does not opt out (our adapters do, for now); on failure
-	// the Reflector falls back to LIST for that attempt. Default false.
-	WatchList bool
-	// WatchListTimeout bounds the wait for the end of the initial events;
-	// 0 = DefaultWatchListTimeout.
+	// DisableWatchList makes every list a paginated LIST. By default (false)
+	// the initial list and every relist are streamed through a watch with
+	// sendInitialEvents (WatchList, KEP-3157; client-go's default since
+	// v0.35) unless the ListerWatcher opts out with
+	// IsWatchListSemanticsUnSupported() == true — our adapters do when
+	// bookmarks are disabled. A failed stream falls back to LIST for that
+	// attempt; a server that refuses WatchList or does not end the initial
+	// events within WatchListTimeout gets LIST from then on.
+	DisableWatchList bool
+	// WatchListTimeout bounds the wait for the initial-events-end bookmark
+	// of a WatchList stream; 0 = DefaultWatchListTimeout (one minute).
 	WatchListTimeout time.Duration
+
+	// MetricLabels label the informer's series in Metrics. Zero value: group,
+	// version and kind of the example object's GroupVersionKind (its Go type
+	// name as kind when unset) and the shape of its Go type.
+	MetricLabels MetricLabels
+	// Metrics receives the informer's metrics while it runs; nil =
+	// DefaultMetrics.
+	Metrics *Metrics
+	// ListProgressInterval: a list that takes longer logs a "list in
+	// progress" line this often; 0 = DefaultListProgressInterval (5s),
+	// negative = never.
+	ListProgressInterval time.Duration
 }
 
 // SharedIndexInformer is our implementation of toolscache.SharedIndexInformer:
@@ -86,13 +104,16 @@ type Options struct {
 //
 // Handlers: see HandlerRegistration.
 type SharedIndexInformer struct {
-	name    string
-	lw      toolscache.ListerWatcherWithContext
-	example runtime.Object
-	opts    Options
-	clock   clock.WithTicker
-	indexer *Indexer
-	fifo    *DeltaFIFO
+	name string
+	lw   toolscache.ListerWatcherWithContext
+	// watchListUnsupported: the ListerWatcher given to the constructor opts
+	// out of WatchList (kept because the context wrapper hides it).
+	watchListUnsupported bool
+	example              runtime.Object
+	opts                 Options
+	clock                clock.WithTicker
+	indexer              *Indexer
+	fifo                 *DeltaFIFO
 
 	// deliverMu is held while a popped key is applied and distributed, and
 	// while handlers are added or removed (so a new handler's replay and the
@@ -111,6 +132,8 @@ type SharedIndexInformer struct {
 	log               logr.Logger
 	startTime         time.Time
 	resyncWake        chan struct{}
+	// obs is the informer's metric state, set once by Run.
+	obs atomic.Pointer[informerMetrics]
 }
 
 // NewSharedIndexInformer returns an informer for the objects lw lists and
@@ -120,14 +143,15 @@ type SharedIndexInformer struct {
 // toolscache.ToListerWatcherWithContext wraps it.
 func NewSharedIndexInformer(lw toolscache.ListerWatcher, exampleObject runtime.Object, opts Options) *SharedIndexInformer {
 	s := &SharedIndexInformer{
-		lw:                toolscache.ToListerWatcherWithContext(lw),
-		example:           exampleObject,
-		opts:              opts,
-		clock:             opts.Clock,
-		transform:         opts.Transform,
-		watchErrorHandler: opts.WatchErrorHandler,
-		resyncWake:        make(chan struct{}, 1),
-		log:               opts.Logger,
+		lw:                   toolscache.ToListerWatcherWithContext(lw),
+		watchListUnsupported: watchlist.DoesClientNotSupportWatchListSemantics(lw),
+		example:              exampleObject,
+		opts:                 opts,
+		clock:                opts.Clock,
+		transform:            opts.Transform,
+		watchErrorHandler:    opts.WatchErrorHandler,
+		resyncWake:           make(chan struct{}, 1),
+		log:                  opts.Logger,
 	}
 	if s.clock == nil {
 		s.clock = clock.RealClock{}
@@ -277,26 +301,31 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	}
 	s.log = s.log.WithValues("informer", s.name)
 	log := s.log
+	// client-go's contextual logging (REST client, watch decoder) uses it
+	// too, instead of klog's global logger.
+	ctx = logr.NewContext(ctx, log)
+	im := s.startMetrics()
 	s.reflector = NewReflector(s.lw, s.example, s.fifo, ReflectorOptions{
-		Name:              s.name,
-		Transform:         s.transform,
-		WatchList:         s.opts.WatchList,
-		WatchListTimeout:  s.opts.WatchListTimeout,
-		PageSize:          s.opts.PageSize,
-		Backoff:           s.opts.Backoff,
-		MinWatchTimeout:   s.opts.MinWatchTimeout,
-		WatchStallTimeout: s.opts.WatchStallTimeout,
-		WatchErrorHandler: s.watchErrorHandler,
-		Logger:            &log,
-		Clock:             s.clock,
+		Name:                 s.name,
+		Transform:            s.transform,
+		DisableWatchList:     s.opts.DisableWatchList || s.watchListUnsupported,
+		WatchListTimeout:     s.opts.WatchListTimeout,
+		PageSize:             s.opts.PageSize,
+		Backoff:              s.opts.Backoff,
+		MinWatchTimeout:      s.opts.MinWatchTimeout,
+		WatchStallTimeout:    s.opts.WatchStallTimeout,
+		WatchErrorHandler:    s.watchErrorHandler,
+		Logger:               &log,
+		Clock:                s.clock,
+		ListProgressInterval: s.opts.ListProgressInterval,
+		metrics:              im,
 	})
 	for _, h := range s.handlers {
 		h.start()
 	}
 	s.mu.Unlock()
 
-	syncedGauge.WithLabelValues(s.name).Set(0)
-	defer syncedGauge.DeleteLabelValues(s.name)
+	defer s.stopMetrics()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.reflector.Run(ctx) })
 	wg.Go(func() { s.resyncLoop(ctx) })
@@ -488,10 +517,10 @@ func (s *SharedIndexInformer) markSynced() {
 	}
 	log, start, r := s.log, s.startTime, s.reflector
 	s.mu.Unlock()
-	syncedGauge.WithLabelValues(s.name).Set(1)
+	s.obs.Load().markSynced()
 	stats, _ := r.LastListStats()
 	log.Info("informer synced", "objects", s.indexer.Len(),
-		"seconds", s.clock.Since(start).Seconds(), "pages", stats.Pages)
+		"seconds", s.clock.Since(start).Seconds(), "pages", stats.Pages, "streamed", stats.WatchList)
 }
 
 // handleDeltas is the pop loop's process function: store first, then

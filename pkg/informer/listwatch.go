@@ -11,14 +11,18 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 )
 
 // ListWatchOptions are applied to every list and watch request.
 type ListWatchOptions struct {
-	Namespace           string // "" = all namespaces (or cluster-scoped)
-	LabelSelector       string // server-side, "" = everything
-	FieldSelector       string // server-side, "" = everything
-	AllowWatchBookmarks bool   // sets AllowWatchBookmarks on watch requests
+	Namespace     string // "" = all namespaces (or cluster-scoped)
+	LabelSelector string // server-side, "" = everything
+	FieldSelector string // server-side, "" = everything
+	// AllowWatchBookmarks sets AllowWatchBookmarks on every watch request.
+	// Without bookmarks the server never ends the initial events of a
+	// WatchList stream, so false also opts the ListWatch out of WatchList.
+	AllowWatchBookmarks bool
 }
 
 // ListFunc lists one page of objects with the given options.
@@ -31,16 +35,21 @@ type WatchFunc func(ctx context.Context, opts metav1.ListOptions) (watch.Interfa
 // the label and field selectors replace those of the caller's ListOptions,
 // watch requests get Watch=true and AllowWatchBookmarks from the options (the
 // adapter decides, whatever the Reflector asked for). The namespace is applied
-// by the constructor's request builder.
+// by the constructor's request builder. Everything else of the caller's
+// ListOptions is passed through unchanged, in particular the WatchList
+// parameters (KEP-3157) sendInitialEvents and resourceVersionMatch.
 //
 // It implements toolscache.ListerWatcher and toolscache.ListerWatcherWithContext.
-// It reports IsWatchListSemanticsUnSupported() == true: our Reflector does a
-// paginated LIST, and client-go's Reflector must not try a WatchList stream
-// through it either.
+// It supports WatchList (IsWatchListSemanticsUnSupported() == false, read by
+// our Reflector and by client-go's util/watchlist) unless bookmarks are
+// disabled or the client it wraps opts out (as client-go's fake dynamic and
+// metadata clients do).
 type ListWatch struct {
 	list  ListFunc
 	watch WatchFunc
 	opts  ListWatchOptions
+	// watchListUnsupported is IsWatchListSemanticsUnSupported's answer.
+	watchListUnsupported bool
 }
 
 var (
@@ -51,9 +60,23 @@ var (
 // NewListWatch builds a ListWatch from plain functions. The functions receive
 // ListOptions with opts' selectors (and, for watches, Watch and
 // AllowWatchBookmarks) already applied; opts.Namespace is only informational
-// here: the functions must apply it themselves.
+// here: the functions must apply it themselves. watchFn must pass
+// SendInitialEvents and ResourceVersionMatch on to the server (a server or
+// function that ignores them costs the Reflector its WatchListTimeout once,
+// then it lists). The ListWatch supports WatchList iff opts.AllowWatchBookmarks.
 func NewListWatch(list ListFunc, watchFn WatchFunc, opts ListWatchOptions) *ListWatch {
-	return &ListWatch{list: list, watch: watchFn, opts: opts}
+	return newListWatch(list, watchFn, opts, nil)
+}
+
+// newListWatch builds a ListWatch over client (nil for plain functions),
+// inheriting the client's WatchList opt-out.
+func newListWatch(list ListFunc, watchFn WatchFunc, opts ListWatchOptions, client any) *ListWatch {
+	return &ListWatch{
+		list:                 list,
+		watch:                watchFn,
+		opts:                 opts,
+		watchListUnsupported: !opts.AllowWatchBookmarks || watchlist.DoesClientNotSupportWatchListSemantics(client),
+	}
 }
 
 // NewRESTListWatch lists/watches a typed resource through a REST client
@@ -64,24 +87,22 @@ func NewListWatch(list ListFunc, watchFn WatchFunc, opts ListWatchOptions) *List
 // *corev1.PodList); Watch returns a watch.Interface of typed objects.
 func NewRESTListWatch(client rest.Interface, resource string, namespaced bool, paramCodec runtime.ParameterCodec, opts ListWatchOptions) *ListWatch {
 	ns := opts.Namespace
-	return &ListWatch{
-		opts: opts,
-		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.Get().
-				Resource(resource).
-				NamespaceIfScoped(ns, namespaced && ns != "").
-				VersionedParams(&o, paramCodec).
-				Do(ctx).
-				Get()
-		},
-		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.Get().
-				Resource(resource).
-				NamespaceIfScoped(ns, namespaced && ns != "").
-				VersionedParams(&o, paramCodec).
-				Watch(ctx)
-		},
+	list := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return client.Get().
+			Resource(resource).
+			NamespaceIfScoped(ns, namespaced && ns != "").
+			VersionedParams(&o, paramCodec).
+			Do(ctx).
+			Get()
 	}
+	watchFn := func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return client.Get().
+			Resource(resource).
+			NamespaceIfScoped(ns, namespaced && ns != "").
+			VersionedParams(&o, paramCodec).
+			Watch(ctx)
+	}
+	return newListWatch(list, watchFn, opts, client)
 }
 
 // NewDynamicListWatch uses the dynamic client; objects are
@@ -93,20 +114,19 @@ func NewDynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResour
 		}
 		return client.Resource(gvr)
 	}
-	return &ListWatch{
-		opts: opts,
-		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return res().List(ctx, o)
-		},
-		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return res().Watch(ctx, o)
-		},
+	list := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return res().List(ctx, o)
 	}
+	watchFn := func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return res().Watch(ctx, o)
+	}
+	return newListWatch(list, watchFn, opts, client)
 }
 
 // NewMetadataListWatch uses the metadata client; items are
 // *metav1.PartialObjectMetadata with gvk stamped on every list item and watch
-// event (the metadata API returns them without it). The list itself is a
+// event, bookmarks and the initial events of a WatchList stream included (the
+// metadata API returns them without it). The list itself is a
 // *metav1.PartialObjectMetadataList of kind gvk.Kind+"List".
 func NewMetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespaced bool, opts ListWatchOptions) *ListWatch {
 	res := func() metadata.ResourceInterface {
@@ -115,32 +135,30 @@ func NewMetadataListWatch(client metadata.Interface, gvr schema.GroupVersionReso
 		}
 		return client.Resource(gvr)
 	}
-	return &ListWatch{
-		opts: opts,
-		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			list, err := res().List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			for i := range list.Items {
-				list.Items[i].SetGroupVersionKind(gvk)
-			}
-			return list, nil
-		},
-		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := res().Watch(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-				if p, ok := e.Object.(*metav1.PartialObjectMetadata); ok {
-					p.SetGroupVersionKind(gvk)
-				}
-				return e, true
-			}), nil
-		},
+	list := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		list, err := res().List(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		for i := range list.Items {
+			list.Items[i].SetGroupVersionKind(gvk)
+		}
+		return list, nil
 	}
+	watchFn := func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		w, err := res().Watch(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+			if p, ok := e.Object.(*metav1.PartialObjectMetadata); ok {
+				p.SetGroupVersionKind(gvk)
+			}
+			return e, true
+		}), nil
+	}
+	return newListWatch(list, watchFn, opts, client)
 }
 
 // ListWithContext lists one page with the configured selectors applied.
@@ -168,9 +186,12 @@ func (lw *ListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) 
 	return lw.WatchWithContext(context.Background(), options)
 }
 
-// IsWatchListSemanticsUnSupported returns true: these adapters are used with a
-// paginated LIST (client-go's util/watchlist reads this to disable WatchList).
-func (lw *ListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+// IsWatchListSemanticsUnSupported reports whether the initial list must not be
+// streamed through this ListWatch: true when bookmarks are disabled (the
+// server would never send the initial-events-end bookmark; client-go anchor
+// §11.3) or the wrapped client opts out. Our Reflector and client-go's
+// util/watchlist read it.
+func (lw *ListWatch) IsWatchListSemanticsUnSupported() bool { return lw.watchListUnsupported }
 
 // Options returns the options applied to every request.
 func (lw *ListWatch) Options() ListWatchOptions { return lw.opts }

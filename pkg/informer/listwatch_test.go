@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	restfake "k8s.io/client-go/rest/fake"
 	"k8s.io/client-go/util/watchlist"
@@ -53,7 +55,7 @@ func TestListWatchAppliesSelectorsAndDecidesBookmarks(t *testing.T) {
 		}
 	}
 	if !watchlist.DoesClientNotSupportWatchListSemantics(lw) {
-		t.Fatal("ListWatch must opt out of WatchList semantics")
+		t.Fatal("a ListWatch without bookmarks must opt out of WatchList semantics")
 	}
 }
 
@@ -155,4 +157,193 @@ func TestMetadataListWatchStampsGVKOnItemsAndEvents(t *testing.T) {
 			t.Fatal("no watch event for p2")
 		}
 	}
+}
+
+func TestListWatchSupportsWatchListOnlyWithBookmarksAndAClientThatDoes(t *testing.T) {
+	noop := func(context.Context, metav1.ListOptions) (runtime.Object, error) { return &corev1.PodList{}, nil }
+	noWatch := func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil }
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{podsGVR: "PodList"})
+	md := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+	for _, tc := range []struct {
+		name        string
+		lw          *ListWatch
+		unsupported bool
+	}{
+		{"funcs with bookmarks", NewListWatch(noop, noWatch, ListWatchOptions{AllowWatchBookmarks: true}), false},
+		{"funcs without bookmarks", NewListWatch(noop, noWatch, ListWatchOptions{}), true},
+		{"REST client with bookmarks", NewRESTListWatch(&restfake.RESTClient{}, "pods", true, scheme.ParameterCodec, ListWatchOptions{AllowWatchBookmarks: true}), false},
+		{"fake dynamic client (opts out)", NewDynamicListWatch(dyn, podsGVR, true, ListWatchOptions{AllowWatchBookmarks: true}), true},
+		{"fake metadata client (opts out)", NewMetadataListWatch(md, podsGVR, podGVK, true, ListWatchOptions{AllowWatchBookmarks: true}), true},
+	} {
+		if got := tc.lw.IsWatchListSemanticsUnSupported(); got != tc.unsupported {
+			t.Errorf("%s: IsWatchListSemanticsUnSupported = %v, want %v", tc.name, got, tc.unsupported)
+		}
+	}
+}
+
+// watchStreamServer answers REST watch requests with a JSON watch stream: the
+// first with events, later ones with a stream that stays open. It records
+// every request's query.
+type watchStreamServer struct {
+	mu      sync.Mutex
+	queries []url.Values
+	first   []watch.Event
+	pipes   []*io.PipeWriter
+}
+
+func (s *watchStreamServer) roundTrip(t *testing.T) func(*http.Request) (*http.Response, error) {
+	return func(req *http.Request) (*http.Response, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.queries = append(s.queries, req.URL.Query())
+		var body bytes.Buffer
+		if len(s.queries) == 1 {
+			enc := json.NewEncoder(&body)
+			for _, e := range s.first {
+				raw, err := json.Marshal(e.Object)
+				must(t, err)
+				must(t, enc.Encode(&metav1.WatchEvent{Type: string(e.Type), Object: runtime.RawExtension{Raw: raw}}))
+			}
+		}
+		r, w := io.Pipe()
+		s.pipes = append(s.pipes, w)
+		go func() { _, _ = w.Write(body.Bytes()) }()
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: r}, nil
+	}
+}
+
+func (s *watchStreamServer) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.pipes {
+		_ = w.Close()
+	}
+}
+
+func (s *watchStreamServer) query(i int) url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i >= len(s.queries) {
+		return nil
+	}
+	return s.queries[i]
+}
+
+func TestRESTListWatchStreamsInitialListWithWatchListParameters(t *testing.T) {
+	typed := func(p *corev1.Pod) *corev1.Pod { p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}; return p }
+	end := typed(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9",
+		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+	srv := &watchStreamServer{first: []watch.Event{
+		{Type: watch.Added, Object: typed(pod("ns1", "p1", "3"))},
+		{Type: watch.Added, Object: typed(pod("ns1", "p2", "7"))},
+		{Type: watch.Bookmark, Object: end},
+	}}
+	t.Cleanup(srv.close)
+	client := &restfake.RESTClient{
+		NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
+		GroupVersion:         corev1.SchemeGroupVersion,
+		VersionedAPIPath:     "/api/v1",
+		Client:               restfake.CreateHTTPClient(srv.roundTrip(t)),
+	}
+	lw := NewRESTListWatch(client, "pods", true, scheme.ParameterCodec, ListWatchOptions{Namespace: "ns1", AllowWatchBookmarks: true})
+	run := runReflector(t, lw, ReflectorOptions{})
+	eventually(t, 10*time.Second, "streamed list installed", func() bool {
+		st, ok := run.r.LastListStats()
+		return ok && st.WatchList
+	})
+	equalStrings(t, "store", run.store.all(), []string{"replace [ns1/p1@3 ns1/p2@7] rv=9"})
+	q := srv.query(0)
+	for k, v := range map[string]string{
+		"watch": "true", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
+		"allowWatchBookmarks": "true", "resourceVersion": "",
+	} {
+		if q.Get(k) != v {
+			t.Errorf("query %s = %q, want %q (query %v)", k, q.Get(k), v, q)
+		}
+	}
+}
+
+// streamingMetadata is a metadata.Interface whose watches return the
+// scripted stream; it does not opt out of WatchList.
+type streamingMetadata struct {
+	metadata.Interface
+	stream watch.Interface
+}
+
+func (m streamingMetadata) Resource(gvr schema.GroupVersionResource) metadata.Getter {
+	return streamingGetter{m.Interface.Resource(gvr), m.stream}
+}
+
+type streamingGetter struct {
+	metadata.Getter
+	stream watch.Interface
+}
+
+func (g streamingGetter) Namespace(ns string) metadata.ResourceInterface {
+	return streamingResource{g.Getter.Namespace(ns), g.stream}
+}
+
+type streamingResource struct {
+	metadata.ResourceInterface
+	stream watch.Interface
+}
+
+func (r streamingResource) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return r.stream, nil
+}
+
+func TestMetadataListWatchStampsGVKOnStreamedInitialEvents(t *testing.T) {
+	stream := watch.NewRaceFreeFake()
+	// The metadata API sends items and bookmarks without a kind.
+	stream.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1", ResourceVersion: "3"}})
+	stream.Action(watch.Bookmark, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "4",
+		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+	s := metadatafake.NewTestScheme()
+	must(t, metav1.AddMetaToScheme(s))
+	client := streamingMetadata{Interface: metadatafake.NewSimpleMetadataClient(s), stream: stream}
+	lw := NewMetadataListWatch(client, podsGVR, podGVK, true, ListWatchOptions{Namespace: "a", AllowWatchBookmarks: true})
+	if lw.IsWatchListSemanticsUnSupported() {
+		t.Fatal("the adapter over a streaming client must support WatchList")
+	}
+	example := &metav1.PartialObjectMetadata{}
+	example.SetGroupVersionKind(podGVK)
+	store := &objStore{}
+	r := NewReflector(lw, example, store, ReflectorOptions{Backoff: fastBackoff})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	eventually(t, 5*time.Second, "streamed list installed", func() bool {
+		st, ok := r.LastListStats()
+		return ok && st.WatchList && st.ResourceVersion == "4"
+	})
+	objs := store.replaced()
+	if len(objs) != 1 {
+		t.Fatalf("replaced %d objects, want 1", len(objs))
+	}
+	p := objs[0].(*metav1.PartialObjectMetadata)
+	if p.Name != "p1" || p.GroupVersionKind() != podGVK {
+		t.Fatalf("stored %s with GVK %v, want a/p1 with %v", p.Name, p.GroupVersionKind(), podGVK)
+	}
+}
+
+// objStore keeps the objects of the last Replace.
+type objStore struct {
+	mu   sync.Mutex
+	last []any
+}
+
+func (s *objStore) Add(any) error    { return nil }
+func (s *objStore) Update(any) error { return nil }
+func (s *objStore) Delete(any) error { return nil }
+func (s *objStore) Replace(list []any, _ string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = list
+	return nil
+}
+func (s *objStore) replaced() []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
 }

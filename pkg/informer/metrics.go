@@ -2,47 +2,564 @@ package informer
 
 import (
 	"errors"
+	"reflect"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 )
 
-// The pipeline's Prometheus metrics, labelled by informer name. They are
-// always updated; RegisterMetrics exposes them (pkg/cache registers them with
-// controller-runtime's registry). client-go has no reflector metrics at all.
-var (
-	listsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "deltacache_informer_lists_total",
-		Help: "Complete lists (paginated LIST or WatchList stream) installed into the store.",
-	}, []string{"informer"})
-	listWatchErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "deltacache_informer_list_watch_errors_total",
-		Help: "List and watch errors, by operation and ListWatchError reason.",
-	}, []string{"informer", "op", "reason"})
-	handlerPanicsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "deltacache_informer_handler_panics_total",
-		Help: "Event handler calls that panicked and were recovered.",
-	}, []string{"informer"})
-	syncedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "deltacache_informer_synced",
-		Help: "1 once the informer's initial list is in its store, else 0.",
-	}, []string{"informer"})
+// Values of the "shape" label: the Go type an informer lists, stores and hands
+// out.
+const (
+	// ShapeTyped: a Go type of a Scheme (e.g. *corev1.Pod).
+	ShapeTyped = "typed"
+	// ShapeUnstructured: *unstructured.Unstructured.
+	ShapeUnstructured = "unstructured"
+	// ShapeMetadata: *metav1.PartialObjectMetadata.
+	ShapeMetadata = "metadata"
 )
 
-// Collectors returns the package's metric collectors.
-func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{listsTotal, listWatchErrorsTotal, handlerPanicsTotal, syncedGauge}
+// Values of the "cause" label of deltacache_informer_relists_total.
+const (
+	// RelistCauseExpired: the resourceVersion was too old (410 Expired/Gone).
+	RelistCauseExpired = "expired"
+	// RelistCauseTooLargeResourceVersion: the server had not reached the
+	// resourceVersion ("Too large resource version").
+	RelistCauseTooLargeResourceVersion = "too_large_resource_version"
+	// RelistCauseError: any other list or watch error, after backoff.
+	RelistCauseError = "error"
+)
+
+// MetricLabels are the label values of an informer's series. Each must come
+// from a bounded set — never a namespace or an object name: informers with
+// equal labels, such as the per-namespace informers of one kind, add up into
+// one set of series (see Metrics).
+type MetricLabels struct {
+	Group, Version, Kind string
+	// Shape is ShapeTyped, ShapeUnstructured or ShapeMetadata.
+	Shape string
 }
 
-// RegisterMetrics registers the package's metrics with r. Registering twice
-// with the same registry is not an error.
-func RegisterMetrics(r prometheus.Registerer) error {
-	for _, c := range Collectors() {
-		if err := r.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return err
+var informerLabelNames = []string{"group", "version", "kind", "shape"}
+
+func (l MetricLabels) values() []string { return []string{l.Group, l.Version, l.Kind, l.Shape} }
+
+func (l MetricLabels) prometheusLabels() prometheus.Labels {
+	return prometheus.Labels{"group": l.Group, "version": l.Version, "kind": l.Kind, "shape": l.Shape}
+}
+
+// metricLabelsFor completes labels from the example object: a missing kind
+// is taken, with group and version, from the object's GroupVersionKind (the
+// Go type name when the GVK is unset); a missing shape from its Go type.
+func metricLabelsFor(labels MetricLabels, example runtime.Object) MetricLabels {
+	if labels.Kind == "" && example != nil {
+		gvk := example.GetObjectKind().GroupVersionKind()
+		labels.Group, labels.Version, labels.Kind = gvk.Group, gvk.Version, gvk.Kind
+		if labels.Kind == "" {
+			t := reflect.TypeOf(example)
+			for t.Kind() == reflect.Pointer {
+				t = t.Elem()
 			}
+			labels.Kind = t.Name()
+		}
+	}
+	if labels.Shape == "" {
+		switch example.(type) {
+		case *unstructured.Unstructured:
+			labels.Shape = ShapeUnstructured
+		case *metav1.PartialObjectMetadata:
+			labels.Shape = ShapeMetadata
+		default:
+			labels.Shape = ShapeTyped
+		}
+	}
+	return labels
+}
+
+// Metrics is a prometheus.Collector for the pipeline of every informer that
+// reports to it (Options.Metrics; DefaultMetrics unless set). Series carry
+// the labels group, version, kind and shape (MetricLabels), plus handler for
+// per-handler series; see the README for the list. Counters and histograms
+// are updated as things happen; gauges (objects, synced, queue depths,
+// freshness, resourceVersion) are read from the running informers at scrape
+// time. Informers with equal labels add up: counters and objects, queue
+// depths and pending keys are summed, synced is the minimum, the initial sync
+// duration and the last event age the maximum, the resourceVersion the
+// minimum. An informer's series exist while it runs; when the last running
+// informer with given labels stops (RemoveInformer, the cache's end), every
+// series with those labels is deleted.
+//
+// client-go has no list/watch metrics (removed in 2019, kubernetes#74636) and
+// only alpha queue metrics behind an informer name (1.36).
+type Metrics struct {
+	listRequests   *prometheus.CounterVec
+	listPages      *prometheus.CounterVec
+	listObjects    *prometheus.CounterVec
+	listDuration   *prometheus.HistogramVec
+	watchStarts    *prometheus.CounterVec
+	watchEvents    *prometheus.CounterVec
+	watchBookmarks *prometheus.CounterVec
+	watchDuration  *prometheus.HistogramVec
+	relists        *prometheus.CounterVec
+	errors         *prometheus.CounterVec
+	handlerLatency *prometheus.HistogramVec
+	handlerPanics  *prometheus.CounterVec
+
+	objects, synced, syncDuration, lastEventAge, resourceVersion, fifoDepth, pendingKeys *prometheus.Desc
+
+	mu      sync.Mutex
+	running map[*SharedIndexInformer]*informerMetrics
+	refs    map[MetricLabels]int
+}
+
+var _ prometheus.Collector = (*Metrics)(nil)
+
+// DefaultMetrics receives the metrics of informers whose Options.Metrics is
+// nil. pkg/cache registers it with controller-runtime's metrics.Registry.
+var DefaultMetrics = NewMetrics()
+
+// RegisterMetrics registers DefaultMetrics with r. Registering it twice with
+// the same registry is not an error.
+func RegisterMetrics(r prometheus.Registerer) error {
+	if err := r.Register(DefaultMetrics); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return err
 		}
 	}
 	return nil
+}
+
+// NewMetrics returns an empty collector; register it with a
+// prometheus.Registerer and pass it as Options.Metrics.
+func NewMetrics() *Metrics {
+	counter := func(name, help string, extra ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help},
+			append(append([]string{}, informerLabelNames...), extra...))
+	}
+	histogram := func(name, help string, buckets []float64, extra ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets},
+			append(append([]string{}, informerLabelNames...), extra...))
+	}
+	gauge := func(name, help string, extra ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, append(append([]string{}, informerLabelNames...), extra...), nil)
+	}
+	return &Metrics{
+		listRequests: counter("deltacache_informer_list_requests_total",
+			"LIST requests sent (one per page), failed ones included."),
+		listPages: counter("deltacache_informer_list_pages_total",
+			"LIST pages received."),
+		listObjects: counter("deltacache_informer_list_objects_total",
+			"Objects of the complete lists (paginated LIST or WatchList stream) installed into the store."),
+		listDuration: histogram("deltacache_informer_list_duration_seconds",
+			"Duration of each complete list, from its first request to its installation in the store.",
+			[]float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}),
+		watchStarts: counter("deltacache_informer_watch_starts_total",
+			"Watches opened (a WatchList stream that goes on as the watch included)."),
+		watchEvents: counter("deltacache_informer_watch_events_total",
+			"Watch events received, by type (ADDED, MODIFIED, DELETED); bookmarks are counted apart.", "type"),
+		watchBookmarks: counter("deltacache_informer_watch_bookmarks_total",
+			"Watch bookmarks received."),
+		watchDuration: histogram("deltacache_informer_watch_duration_seconds",
+			"Duration of each watch, from its opening to its end (server timeout, error, stall or stop).",
+			[]float64{1, 10, 30, 60, 120, 300, 450, 600, 660, 900, 1800}),
+		relists: counter("deltacache_informer_relists_total",
+			"Lists after the first, by cause: expired (410), too_large_resource_version, error.", "cause"),
+		errors: counter("deltacache_informer_errors_total",
+			"List and watch errors, by operation (list, watch, watchlist) and reason (Forbidden, NotFound, "+
+				"Expired, TooLargeResourceVersion, Transport, WatchStalled, ...).", "op", "reason"),
+		handlerLatency: histogram("deltacache_handler_processing_latency_seconds",
+			"Duration of each event handler call (OnAdd, OnUpdate, OnDelete).",
+			[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}, "handler"),
+		handlerPanics: counter("deltacache_handler_panics_total",
+			"Event handler calls that panicked (recovered unless CrashOnHandlerPanic).", "handler"),
+
+		objects: gauge("deltacache_informer_objects",
+			"Objects in the informer's store."),
+		synced: gauge("deltacache_informer_synced",
+			"1 once the informer's initial list is in its store and popped, else 0."),
+		syncDuration: gauge("deltacache_informer_initial_sync_duration_seconds",
+			"Seconds from the informer's start to its initial sync; present once synced."),
+		lastEventAge: gauge("deltacache_informer_last_event_age_seconds",
+			"Seconds since the informer last heard from the server: a watch event or bookmark, "+
+				"a watch opened, a list installed (since its start before any)."),
+		resourceVersion: gauge("deltacache_informer_last_sync_resource_version",
+			"Last resourceVersion seen (list, event or bookmark), when it is an integer."),
+		fifoDepth: gauge("deltacache_informer_delta_fifo_depth",
+			"Keys queued in the DeltaFIFO, waiting for the informer to apply them."),
+		pendingKeys: gauge("deltacache_handler_pending_keys",
+			"Keys with notifications waiting for delivery to an event handler.", "handler"),
+
+		running: map[*SharedIndexInformer]*informerMetrics{},
+		refs:    map[MetricLabels]int{},
+	}
+}
+
+// vec is what Metrics needs of a CounterVec or HistogramVec.
+type vec interface {
+	prometheus.Collector
+	DeletePartialMatch(labels prometheus.Labels) int
+}
+
+func (m *Metrics) vecs() []vec {
+	return []vec{m.listRequests, m.listPages, m.listObjects, m.listDuration,
+		m.watchStarts, m.watchEvents, m.watchBookmarks, m.watchDuration, m.relists, m.errors,
+		m.handlerLatency, m.handlerPanics}
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.vecs() {
+		c.Describe(ch)
+	}
+	for _, d := range []*prometheus.Desc{m.objects, m.synced, m.syncDuration, m.lastEventAge,
+		m.resourceVersion, m.fifoDepth, m.pendingKeys} {
+		ch <- d
+	}
+}
+
+// aggregate is the scrape-time state of the running informers of one label set.
+type aggregate struct {
+	objects, fifo   float64
+	allSynced       bool
+	maxSyncDuration float64
+	maxAge          float64
+	minRV           float64
+	hasRV           bool
+	pending         map[string]float64
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range m.vecs() {
+		c.Collect(ch)
+	}
+	m.mu.Lock()
+	running := make(map[*SharedIndexInformer]*informerMetrics, len(m.running))
+	for s, im := range m.running {
+		running[s] = im
+	}
+	m.mu.Unlock()
+
+	groups := map[MetricLabels]*aggregate{}
+	for s, im := range running {
+		a := groups[im.labels]
+		if a == nil {
+			a = &aggregate{allSynced: true, pending: map[string]float64{}}
+			groups[im.labels] = a
+		}
+		a.objects += float64(s.indexer.Len())
+		a.fifo += float64(s.fifo.Len())
+		if d, ok := im.syncDuration(); ok {
+			a.maxSyncDuration = max(a.maxSyncDuration, d.Seconds())
+		} else {
+			a.allSynced = false
+		}
+		a.maxAge = max(a.maxAge, im.clock.Since(im.lastActivityTime()).Seconds())
+		if rv, ok := parseRV(s.LastSyncResourceVersion()); ok {
+			if !a.hasRV || float64(rv) < a.minRV {
+				a.minRV = float64(rv)
+			}
+			a.hasRV = true
+		}
+		s.mu.Lock()
+		handlers := append([]*HandlerRegistration(nil), s.handlers...)
+		s.mu.Unlock()
+		for _, h := range handlers {
+			a.pending[handlerLabel(h.handler)] += float64(h.Pending())
+		}
+	}
+	for labels, a := range groups {
+		lv := labels.values()
+		gauge := func(d *prometheus.Desc, v float64, extra ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(lv, extra...)...)
+		}
+		gauge(m.objects, a.objects)
+		gauge(m.fifoDepth, a.fifo)
+		gauge(m.lastEventAge, a.maxAge)
+		if a.allSynced {
+			gauge(m.synced, 1)
+			gauge(m.syncDuration, a.maxSyncDuration)
+		} else {
+			gauge(m.synced, 0)
+		}
+		if a.hasRV {
+			gauge(m.resourceVersion, a.minRV)
+		}
+		for handler, n := range a.pending {
+			gauge(m.pendingKeys, n, handler)
+		}
+	}
+}
+
+// register adds a starting informer and returns its metric state.
+func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.PassiveClock) *informerMetrics {
+	lv := labels.values()
+	im := &informerMetrics{
+		labels:         labels,
+		clock:          c,
+		start:          c.Now(),
+		listRequests:   m.listRequests.WithLabelValues(lv...),
+		listPages:      m.listPages.WithLabelValues(lv...),
+		listObjects:    m.listObjects.WithLabelValues(lv...),
+		listDuration:   m.listDuration.WithLabelValues(lv...),
+		watchStarts:    m.watchStarts.WithLabelValues(lv...),
+		watchBookmarks: m.watchBookmarks.WithLabelValues(lv...),
+		watchDuration:  m.watchDuration.WithLabelValues(lv...),
+		errors:         m.errors.MustCurryWith(labels.prometheusLabels()),
+		handlerLatency: m.handlerLatency.MustCurryWith(labels.prometheusLabels()),
+		handlerPanics:  m.handlerPanics.MustCurryWith(labels.prometheusLabels()),
+	}
+	for i, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
+		im.watchEvents[i] = m.watchEvents.WithLabelValues(append(lv, string(t))...)
+	}
+	for i, cause := range []string{RelistCauseExpired, RelistCauseTooLargeResourceVersion, RelistCauseError} {
+		im.relists[i] = m.relists.WithLabelValues(append(lv, cause)...)
+	}
+	im.syncedAfter.Store(-1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.running[s] = im
+	m.refs[labels]++
+	return im
+}
+
+// unregister removes a stopped informer; the series of its labels are deleted
+// when no other running informer shares them.
+func (m *Metrics) unregister(s *SharedIndexInformer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	im, ok := m.running[s]
+	if !ok {
+		return
+	}
+	delete(m.running, s)
+	m.refs[im.labels]--
+	if m.refs[im.labels] > 0 {
+		return
+	}
+	delete(m.refs, im.labels)
+	for _, v := range m.vecs() {
+		v.DeletePartialMatch(im.labels.prometheusLabels())
+	}
+}
+
+// informerMetrics is one running informer's handle on its series, and the
+// timestamps its scrape-time gauges and health are computed from. Its methods
+// are the Reflector's hooks; they do nothing on a nil receiver (a Reflector
+// built outside an informer).
+type informerMetrics struct {
+	labels MetricLabels
+	clock  clock.PassiveClock
+	start  time.Time
+
+	listRequests, listPages, listObjects prometheus.Counter
+	listDuration                         prometheus.Observer
+	watchStarts, watchBookmarks          prometheus.Counter
+	watchEvents                          [3]prometheus.Counter // ADDED, MODIFIED, DELETED
+	watchDuration                        prometheus.Observer
+	relists                              [3]prometheus.Counter // expired, too large RV, error
+	errors                               *prometheus.CounterVec
+	handlerLatency                       prometheus.ObserverVec
+	handlerPanics                        *prometheus.CounterVec
+
+	// lastActivity and syncedAfter are durations since start, in nanoseconds
+	// (so that they keep the clock's monotonic reading); syncedAfter is -1
+	// before the initial sync.
+	lastActivity atomic.Int64
+	syncedAfter  atomic.Int64
+}
+
+func (im *informerMetrics) active() {
+	im.lastActivity.Store(int64(im.clock.Since(im.start)))
+}
+
+func (im *informerMetrics) lastActivityTime() time.Time {
+	return im.start.Add(time.Duration(im.lastActivity.Load()))
+}
+
+func (im *informerMetrics) syncDuration() (time.Duration, bool) {
+	d := im.syncedAfter.Load()
+	return time.Duration(d), d >= 0
+}
+
+// markSynced records the initial sync.
+func (im *informerMetrics) markSynced() {
+	if im == nil {
+		return
+	}
+	im.syncedAfter.CompareAndSwap(-1, int64(im.clock.Since(im.start)))
+}
+
+// listRequest counts a LIST request about to be sent.
+func (im *informerMetrics) listRequest() {
+	if im != nil {
+		im.listRequests.Inc()
+	}
+}
+
+// listPage counts a LIST page received.
+func (im *informerMetrics) listPage() {
+	if im != nil {
+		im.listPages.Inc()
+	}
+}
+
+// listInstalled records a complete list put into the store.
+func (im *informerMetrics) listInstalled(stats ListStats) {
+	if im == nil {
+		return
+	}
+	im.listObjects.Add(float64(stats.Objects))
+	im.listDuration.Observe(stats.Duration.Seconds())
+	im.active()
+}
+
+// watchStarted records a watch opened.
+func (im *informerMetrics) watchStarted() {
+	if im == nil {
+		return
+	}
+	im.watchStarts.Inc()
+	im.active()
+}
+
+// watchEnded records how long a watch lasted.
+func (im *informerMetrics) watchEnded(d time.Duration) {
+	if im != nil {
+		im.watchDuration.Observe(d.Seconds())
+	}
+}
+
+// watchEvent counts an event applied from a watch (bookmarks included).
+func (im *informerMetrics) watchEvent(t watch.EventType) {
+	if im == nil {
+		return
+	}
+	switch t {
+	case watch.Added:
+		im.watchEvents[0].Inc()
+	case watch.Modified:
+		im.watchEvents[1].Inc()
+	case watch.Deleted:
+		im.watchEvents[2].Inc()
+	case watch.Bookmark:
+		im.watchBookmarks.Inc()
+	}
+	im.active()
+}
+
+// relist counts a list that follows the failure err of the previous
+// ListAndWatch.
+func (im *informerMetrics) relist(err error) {
+	if im == nil {
+		return
+	}
+	switch lwReason(err) {
+	case ReasonExpired:
+		im.relists[0].Inc()
+	case ReasonTooLargeResourceVersion:
+		im.relists[1].Inc()
+	default:
+		im.relists[2].Inc()
+	}
+}
+
+// listWatchError counts a reported error.
+func (im *informerMetrics) listWatchError(err *ListWatchError) {
+	if im != nil {
+		im.errors.WithLabelValues(err.Op, err.Reason).Inc()
+	}
+}
+
+// handlerMetrics are a registration's series, resolved on its first delivery.
+type handlerMetrics struct {
+	owner   *informerMetrics
+	latency prometheus.Observer
+	panics  prometheus.Counter
+}
+
+// observeDelivery records a handler call that began at start. It runs on the
+// registration's goroutine only, which alone touches r.metrics.
+func (r *HandlerRegistration) observeDelivery(start time.Time, panicked bool) {
+	im := r.informer.obs.Load()
+	if im == nil {
+		return
+	}
+	if r.metrics.owner != im {
+		label := handlerLabel(r.handler)
+		r.metrics = handlerMetrics{owner: im,
+			latency: im.handlerLatency.WithLabelValues(label), panics: im.handlerPanics.WithLabelValues(label)}
+	}
+	r.metrics.latency.Observe(im.clock.Since(start).Seconds())
+	if panicked {
+		r.metrics.panics.Inc()
+	}
+}
+
+// packagePath matches the import path prefix of a qualified type name.
+var packagePath = regexp.MustCompile(`[\w.~-]+/`)
+
+var handlerLabels sync.Map // reflect.Type → string
+
+// handlerLabel is the "handler" label of h: its Go type with package paths
+// reduced to package names, e.g.
+// "*internal.EventHandler[cacheapi.Object,reconcile.Request]" for the handler
+// controller-runtime's source.Kind registers (every controller's, whatever
+// the kind), or "cache.ResourceEventHandlerFuncs". Handlers of one type add
+// up; the label set is bounded by the handler types of the program.
+func handlerLabel(h any) string {
+	t := reflect.TypeOf(h)
+	if l, ok := handlerLabels.Load(t); ok {
+		return l.(string)
+	}
+	l := packagePath.ReplaceAllString(t.String(), "")
+	handlerLabels.Store(t, l)
+	return l
+}
+
+// startMetrics registers the informer with its Metrics; called once, by Run.
+func (s *SharedIndexInformer) startMetrics() *informerMetrics {
+	m := s.opts.Metrics
+	if m == nil {
+		m = DefaultMetrics
+	}
+	im := m.register(s, metricLabelsFor(s.opts.MetricLabels, s.example), s.clock)
+	s.obs.Store(im)
+	return im
+}
+
+// stopMetrics unregisters the informer when Run returns.
+func (s *SharedIndexInformer) stopMetrics() {
+	m := s.opts.Metrics
+	if m == nil {
+		m = DefaultMetrics
+	}
+	m.unregister(s)
+}
+
+// MetricLabels returns the labels of the informer's series (Options.MetricLabels
+// completed from the example object).
+func (s *SharedIndexInformer) MetricLabels() MetricLabels {
+	return metricLabelsFor(s.opts.MetricLabels, s.example)
+}
+
+// LastActivity returns when the informer last heard from the server: a watch
+// event or bookmark, a watch opened, or a list installed; its start time
+// before any; the zero time before Run. It is what
+// deltacache_informer_last_event_age_seconds and stall checks measure.
+func (s *SharedIndexInformer) LastActivity() time.Time {
+	im := s.obs.Load()
+	if im == nil {
+		return time.Time{}
+	}
+	return im.lastActivityTime()
 }

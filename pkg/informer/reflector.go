@@ -39,7 +39,8 @@ const DefaultPageSize = 500
 const DefaultMinWatchTimeout = 5 * time.Minute
 
 // DefaultWatchListTimeout bounds the wait for the initial-events-end bookmark
-// of a WatchList stream before falling back to LIST.
+// of a WatchList stream before falling back to LIST (client-go waits without
+// bound and only warns every 10 seconds).
 const DefaultWatchListTimeout = time.Minute
 
 // shortWatch: a watch that ends without events sooner than this is retried
@@ -73,10 +74,17 @@ type ReflectorOptions struct {
 	// streamed or watched) before it is handed to the store; never to
 	// bookmarks. An object whose transform fails is dropped and logged.
 	Transform toolscache.TransformFunc
-	// WatchList: stream the initial list (see Options.WatchList).
-	WatchList bool
+	// DisableWatchList: always list with a paginated LIST (see
+	// Options.DisableWatchList). Default false: stream the initial list
+	// when the ListerWatcher supports it.
+	DisableWatchList bool
 	// WatchListTimeout: see Options.WatchListTimeout.
 	WatchListTimeout time.Duration
+	// ListProgressInterval: see Options.ListProgressInterval.
+	ListProgressInterval time.Duration
+
+	// metrics are the informer's series; nil outside an informer.
+	metrics *informerMetrics
 }
 
 // ListStats describe the Reflector's last successful list.
@@ -93,11 +101,13 @@ type ListStats struct {
 	WatchList bool
 }
 
-// Reflector keeps a ReflectorStore in step with the server: ListAndWatch does
-// a paginated LIST at resourceVersion "" (a consistent read), Replaces the
-// store with it, then watches from the list's RV with bookmarks requested,
-// re-watching from the last RV whenever a watch ends normally. Run repeats
-// ListAndWatch with backoff until its context ends.
+// Reflector keeps a ReflectorStore in step with the server: ListAndWatch
+// gets the complete state at resourceVersion "" (a consistent read) —
+// streamed (WatchList, see watchList) when the ListerWatcher supports it,
+// else by a paginated LIST — Replaces the store with it, then watches from
+// its RV with bookmarks requested, re-watching from the last RV whenever a
+// watch ends normally. Run repeats ListAndWatch with backoff until its
+// context ends.
 //
 // Error handling (client-go's classes, with these choices):
 //   - 410 Expired/Gone or "too large resource version", on list or watch:
@@ -124,6 +134,11 @@ type Reflector struct {
 	opts         ReflectorOptions
 	clock        clock.WithTicker
 	backoff      *backoffState
+
+	// watchListOff, once set, is why WatchList is no longer tried (the
+	// server refused it, or never ended its initial events). Only the Run
+	// goroutine uses it.
+	watchListOff string
 
 	mu        sync.Mutex
 	lastRV    string
@@ -216,6 +231,7 @@ func (r *Reflector) Run(ctx context.Context) {
 		if !r.sleep(ctx, delay) {
 			return
 		}
+		r.opts.metrics.relist(err)
 	}
 }
 
@@ -224,15 +240,20 @@ func (r *Reflector) Run(ctx context.Context) {
 // returns the error that ended it (nil when the context ended).
 func (r *Reflector) ListAndWatch(ctx context.Context) error {
 	if r.useWatchList() {
-		w, err := r.watchList(ctx)
+		w, timeoutSeconds, err := r.watchList(ctx)
 		if err == nil {
-			return r.watchLoop(ctx, w)
+			return r.watchLoop(ctx, &openWatch{w: w, timeoutSeconds: timeoutSeconds})
 		}
 		if isContextError(ctx, err) {
 			return nil
 		}
 		lwe := r.report(ctx, classify(r.name, "watchlist", err))
-		r.logger(ctx).Info("streaming list failed; falling back to LIST", "reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
+		if watchListRefused(lwe) {
+			r.watchListOff = lwe.Reason
+			r.logger(ctx).Info("streaming list unavailable; using LIST from now on", "reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
+		} else {
+			r.logger(ctx).Info("streaming list failed; falling back to LIST", "reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
+		}
 	}
 	if err := r.list(ctx); err != nil {
 		if isContextError(ctx, err) {
@@ -269,7 +290,9 @@ func (r *Reflector) list(ctx context.Context) error {
 	var rv string
 	pages := 0
 	restarted := false
+	progress := r.newListProgress(ctx, false)
 	for {
+		r.opts.metrics.listRequest()
 		obj, err := r.lw.ListWithContext(ctx, opts)
 		if err != nil {
 			if opts.Continue != "" && !restarted && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
@@ -284,6 +307,7 @@ func (r *Reflector) list(ctx context.Context) error {
 			return err
 		}
 		pages++
+		r.opts.metrics.listPage()
 		lm, err := meta.ListAccessor(obj)
 		if err != nil {
 			return fmt.Errorf("unable to understand list result %T: %w", obj, err)
@@ -301,6 +325,7 @@ func (r *Reflector) list(ctx context.Context) error {
 		if lm.GetContinue() == "" {
 			break
 		}
+		progress.report(len(items), pages)
 		opts.Continue = lm.GetContinue()
 		opts.ResourceVersion = ""
 		if ctx.Err() != nil {
@@ -321,7 +346,7 @@ func (r *Reflector) install(ctx context.Context, op string, items []any, rv stri
 	if err := r.store.Replace(items, rv); err != nil {
 		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
 	}
-	listsTotal.WithLabelValues(r.name).Inc()
+	r.opts.metrics.listInstalled(stats)
 	r.mu.Lock()
 	r.lastRV = rv
 	r.lastErr = nil
@@ -338,15 +363,23 @@ func (r *Reflector) watchTimeout() int64 {
 	return int64((minT + time.Duration(rand.Float64()*float64(minT))).Seconds())
 }
 
+// openWatch is a watch already streaming from the last RV (the stream of a
+// WatchList) and the server-side timeout it was opened with.
+type openWatch struct {
+	w              watch.Interface
+	timeoutSeconds int64
+}
+
 // watchLoop watches from the last RV until a relist is needed. open, if not
-// nil, is a watch already streaming from the last RV (after a WatchList).
-func (r *Reflector) watchLoop(ctx context.Context, open watch.Interface) error {
+// nil, is the first watch to use.
+func (r *Reflector) watchLoop(ctx context.Context, open *openWatch) error {
 	for ctx.Err() == nil {
 		timeoutSeconds := r.watchTimeout()
 		var w watch.Interface
 		var err error
 		if open != nil {
-			w, open = open, nil
+			w, timeoutSeconds = open.w, open.timeoutSeconds
+			open = nil
 		} else {
 			w, err = r.lw.WatchWithContext(ctx, metav1.ListOptions{
 				ResourceVersion:     r.LastSyncResourceVersion(),
@@ -370,9 +403,11 @@ func (r *Reflector) watchLoop(ctx context.Context, open watch.Interface) error {
 			return lwe
 		}
 		r.clearError()
+		r.opts.metrics.watchStarted()
 		start := r.clock.Now()
 		events, err := r.handleWatch(ctx, w, time.Duration(timeoutSeconds)*time.Second+time.Minute)
 		w.Stop()
+		r.opts.metrics.watchEnded(r.clock.Since(start))
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -453,6 +488,7 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 				log.Info("dropping watch event of unknown type", "reflector", r.name, "eventType", e.Type)
 				continue
 			}
+			r.opts.metrics.watchEvent(e.Type)
 			if err != nil {
 				log.Error(err, "unable to queue watch event", "reflector", r.name, "eventType", e.Type)
 			}
@@ -494,7 +530,7 @@ func (r *Reflector) expected(obj runtime.Object) bool {
 
 // report records err as LastError and passes it to the WatchErrorHandler.
 func (r *Reflector) report(ctx context.Context, err *ListWatchError) *ListWatchError {
-	listWatchErrorsTotal.WithLabelValues(r.name, err.Op, err.Reason).Inc()
+	r.opts.metrics.listWatchError(err)
 	r.mu.Lock()
 	r.lastErr = err
 	r.mu.Unlock()

@@ -116,12 +116,16 @@ func waitRequests(t *testing.T, f *informertest.Fake, n int) []informertest.Requ
 	return reqs
 }
 
-// summarize renders requests as "list rv= limit=2 continue=c1" or "watch rv=10".
+// summarize renders requests as "list rv= limit=2 continue=c1", "watch rv=10"
+// or `watch rv="" sendInitialEvents` (a WatchList request).
 func summarize(reqs []informertest.Request) []string {
 	var out []string
 	for _, r := range reqs {
 		o := r.Options
 		s := fmt.Sprintf("%s rv=%q", r.Verb, o.ResourceVersion)
+		if o.SendInitialEvents != nil && *o.SendInitialEvents {
+			s += " sendInitialEvents"
+		}
 		if r.Verb == informertest.VerbList {
 			s += fmt.Sprintf(" limit=%d", o.Limit)
 			if o.Continue != "" {
@@ -217,6 +221,9 @@ func TestRelistAfter410UsesConsistentRead(t *testing.T) {
 		}}, ReasonExpired},
 		{"gone on open", informertest.WatchResponse{Err: informertest.ErrGone()}, ReasonExpired},
 		{"too large RV on open", informertest.WatchResponse{Err: informertest.ErrTooLargeResourceVersion()}, ReasonTooLargeResourceVersion},
+		{"too large RV event, message only (older servers)", informertest.WatchResponse{Events: []watch.Event{
+			informertest.StatusEvent(apierrors.NewTimeoutError("Too large resource version: 1000, current: 10", 1)),
+		}}, ReasonTooLargeResourceVersion},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := informertest.New(&corev1.Pod{})

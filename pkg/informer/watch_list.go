@@ -22,22 +22,40 @@ const ReasonWatchListTimeout = "WatchListTimeout"
 // bookmark.
 var errInitialEventsIncomplete = errors.New("watch closed before the initial events ended")
 
-// useWatchList reports whether the initial list is streamed: WatchList is on
-// and the ListerWatcher does not opt out with
-// IsWatchListSemanticsUnSupported() == true.
+// useWatchList reports whether the initial list is streamed: WatchList is not
+// disabled by the options, the ListerWatcher does not opt out with
+// IsWatchListSemanticsUnSupported() == true (ours do when bookmarks are off),
+// and the server has not refused it or failed to end its initial events
+// before (see watchListRefused).
 func (r *Reflector) useWatchList() bool {
-	return r.opts.WatchList && !watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
+	return !r.opts.DisableWatchList && r.watchListOff == "" &&
+		!watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
+}
+
+// watchListRefused reports whether a failed WatchList attempt means the
+// server (or the ListerWatcher) will not stream lists at all, so the
+// Reflector uses LIST from then on instead of paying for the attempt at every
+// relist: the request was rejected as invalid (a server whose WatchList
+// feature gate is off answers 422 "sendInitialEvents is forbidden"), or the
+// initial-events-end bookmark did not come within the WatchListTimeout (a
+// server that ignores sendInitialEvents, or bookmarks dropped on the way).
+// Other failures (transport, 5xx, a stream closed early) only make that one
+// attempt fall back to LIST; the next relist streams again, as in client-go.
+func watchListRefused(err *ListWatchError) bool {
+	return err.Reason == ReasonWatchListTimeout || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 }
 
 // watchList streams the initial list (KEP-3157): a watch with
-// sendInitialEvents=true and resourceVersionMatch=NotOlderThan at RV "" (the
-// newest state) delivers every object as ADDED, then a bookmark annotated
-// k8s.io/initial-events-end. The objects are collected (transformed, so the
-// temporary set is as small as the store) and Replaced into the store at the
-// bookmark's RV, as a LIST would be; the open stream is returned to continue
-// as the watch. Errors: the stream's error, errInitialEventsIncomplete, or a
-// ReasonWatchListTimeout ListWatchError when the end bookmark does not come.
-func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
+// sendInitialEvents=true, resourceVersionMatch=NotOlderThan and bookmarks at
+// RV "" (a consistent read of the newest state) delivers every object as
+// ADDED, then a bookmark annotated k8s.io/initial-events-end. The objects are
+// collected (transformed, so the temporary set is as small as the store) and
+// Replaced into the store at the bookmark's RV, as a LIST would be; the open
+// stream and its server-side timeout (seconds) are returned to continue as
+// the watch. Errors: the stream's error, errInitialEventsIncomplete, or a
+// ReasonWatchListTimeout ListWatchError when the end bookmark does not come
+// within WatchListTimeout (never an endless wait).
+func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, error) {
 	start := r.clock.Now()
 	timeoutSeconds := r.watchTimeout()
 	sendInitial := true
@@ -49,7 +67,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 		TimeoutSeconds:       &timeoutSeconds,
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	limit := r.opts.WatchListTimeout
 	if limit <= 0 {
@@ -59,22 +77,23 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 	defer timer.Stop()
 
 	items := newTable(0)
+	progress := r.newListProgress(ctx, true)
 	for {
 		select {
 		case <-ctx.Done():
 			w.Stop()
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		case <-timer.C():
 			w.Stop()
-			return nil, &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
+			return nil, 0, &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
 				Err: fmt.Errorf("no initial-events-end bookmark within %s", limit)}
 		case e, ok := <-w.ResultChan():
 			if !ok {
-				return nil, errInitialEventsIncomplete
+				return nil, 0, errInitialEventsIncomplete
 			}
 			if e.Type == watch.Error {
 				w.Stop()
-				return nil, apierrors.FromObject(e.Object)
+				return nil, 0, apierrors.FromObject(e.Object)
 			}
 			if !r.expected(e.Object) {
 				continue
@@ -93,9 +112,9 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 				stats := ListStats{Objects: len(list), ResourceVersion: rv, Duration: r.clock.Since(start), WatchList: true}
 				if err := r.install(ctx, "watchlist", list, rv, stats); err != nil {
 					w.Stop()
-					return nil, err
+					return nil, 0, err
 				}
-				return w, nil
+				return w, timeoutSeconds, nil
 			}
 			key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(e.Object)
 			if err != nil {
@@ -109,6 +128,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, error) {
 			case watch.Deleted:
 				items.del(key)
 			}
+			progress.report(len(items.objs), 0)
 		}
 	}
 }

@@ -1,22 +1,28 @@
 package informer
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
 
-func TestWatchListStreamsInitialListThenContinuesOnSameStream(t *testing.T) {
+func TestWatchListIsTheDefaultAndContinuesOnSameStream(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ServeWatchList(true)
 	f.Create(pod("a", "p1", ""))
 	f.Create(pod("a", "p2", ""))
-	s := newPodInformer(f, Options{WatchList: true})
+	s := newPodInformer(f, Options{})
 	rec := newRecorder()
 	reg := addHandler(t, s, rec)
 	startInformer(t, s)
@@ -28,57 +34,157 @@ func TestWatchListStreamsInitialListThenContinuesOnSameStream(t *testing.T) {
 		"add a/p1@2 initial", "add a/p2@3 initial", "add a/p3@4",
 	})
 	reqs := f.Requests()
-	if len(reqs) != 1 || reqs[0].Verb != informertest.VerbWatch {
-		t.Fatalf("requests = %+v, want one watch", summarize(reqs))
-	}
+	equalStrings(t, "requests", summarize(reqs), []string{`watch rv="" sendInitialEvents`})
 	o := reqs[0].Options
-	if o.SendInitialEvents == nil || !*o.SendInitialEvents || o.ResourceVersion != "" ||
-		o.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || !o.AllowWatchBookmarks {
+	if o.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || !o.AllowWatchBookmarks ||
+		o.TimeoutSeconds == nil || *o.TimeoutSeconds < 300 || *o.TimeoutSeconds > 600 {
 		t.Fatalf("watch-list options = %s", o.String())
 	}
 	stats, ok := s.LastListStats()
-	if !ok || !stats.WatchList || stats.Objects != 2 || stats.ResourceVersion != "3" {
+	if !ok || !stats.WatchList || stats.Objects != 2 || stats.ResourceVersion != "3" || stats.Pages != 0 {
 		t.Fatalf("stats = %+v", stats)
 	}
+	equalStrings(t, "store", storeContent(s), []string{"a/p1@2", "a/p2@3", "a/p3@4"})
 }
 
-func TestWatchListFallsBackToListWhenInitialEventsNeverEnd(t *testing.T) {
+func TestWatchListFallsBackToListWhenInitialEventsNeverEndAndKeepsListing(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ServeWatchList(true)
 	f.Create(pod("a", "p1", ""))
 	// A server that ignores sendInitialEvents: adds, but no end bookmark.
 	f.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{{Type: watch.Added, Object: pod("a", "p1", "2")}}})
-	s := newPodInformer(f, Options{WatchList: true, WatchListTimeout: 30 * time.Millisecond})
+	errs := make(chan *ListWatchError, 10)
+	s := newPodInformer(f, Options{
+		WatchListTimeout: 30 * time.Millisecond,
+		WatchErrorHandler: func(_ context.Context, _ *toolscache.Reflector, err error) {
+			select {
+			case errs <- err.(*ListWatchError):
+			default:
+			}
+		},
+	})
 	rec := newRecorder()
 	reg := addHandler(t, s, rec)
 	run := startInformer(t, s)
 	waitSynced(t, reg.HasSyncedChecker())
-	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{`watch rv=""`, `list rv="" limit=500`, `watch rv="2"`})
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
+		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="2"`,
+	})
 	equalStrings(t, "events", rec.all(), []string{"add a/p1@2 initial"})
 	if !f.Watches()[0].IsStopped() {
 		t.Fatal("the abandoned stream was not stopped")
 	}
+	select {
+	case e := <-errs:
+		if e.Op != "watchlist" || e.Reason != ReasonWatchListTimeout {
+			t.Fatalf("reported %+v", e)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no error reported")
+	}
+	// A relist (410) lists again without trying to stream.
+	f.Compact()
+	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 5)[3:5]), []string{`list rv="" limit=500`, `watch rv="2"`})
 	run.stop(t)
 }
 
-func TestWatchListErrorEventFallsBackToListAndIsReported(t *testing.T) {
+func TestWatchListRefusedByServerUsesListFromThenOn(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ServeWatchList(true)
+	f.Create(pod("a", "p1", ""))
+	refused := apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", field.ErrorList{
+		field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"),
+	})
+	f.ScriptWatch(informertest.WatchResponse{Err: refused})
+	run := runReflector(t, f, ReflectorOptions{})
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
+		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="2"`,
+	})
+	if e := run.nextErr(t); e.Op != "watchlist" || e.Reason != ReasonServerError || !apierrors.IsInvalid(e) {
+		t.Fatalf("reported %+v", e)
+	}
+	f.Compact()
+	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 5)[3:5]), []string{`list rv="" limit=500`, `watch rv="2"`})
+}
+
+func TestWatchListTransientFailureFallsBackOnceThenStreamsAgain(t *testing.T) {
+	f := informertest.New(&corev1.Pod{})
+	f.ServeWatchList(true)
+	f.Create(pod("a", "p1", ""))
 	f.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{informertest.StatusEvent(informertest.ErrInternal())}})
-	f.ScriptList(informertest.ListResponse{ResourceVersion: "5"})
-	f.ScriptWatch(informertest.WatchResponse{})
-	run := runReflector(t, f, ReflectorOptions{WatchList: true})
-	reqs := waitRequests(t, f, 3)
-	equalStrings(t, "requests", summarize(reqs[:3]), []string{`watch rv=""`, `list rv="" limit=500`, `watch rv="5"`})
+	run := runReflector(t, f, ReflectorOptions{})
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
+		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="2"`,
+	})
 	if e := run.nextErr(t); e.Op != "watchlist" || e.Reason != ReasonServerError {
 		t.Fatalf("reported %+v", e)
 	}
-	equalStrings(t, "store", run.store.all(), []string{"replace [] rv=5"})
+	f.Compact()
+	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 4)[3:4]), []string{`watch rv="" sendInitialEvents`})
+	eventually(t, 5*time.Second, "streamed relist installed", func() bool {
+		st, ok := run.r.LastListStats()
+		return ok && st.WatchList
+	})
+	equalStrings(t, "store", run.store.all(), []string{"replace [a/p1@2] rv=2", "replace [a/p1@2] rv=2"})
+}
+
+func TestWatchListStreamClosedEarlyFallsBackToList(t *testing.T) {
+	f := informertest.New(&corev1.Pod{})
+	f.ServeWatchList(true)
+	f.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{{Type: watch.Added, Object: pod("a", "p1", "2")}}, Close: true})
+	f.ScriptList(informertest.ListResponse{Items: items(pod("a", "p1", "2")), ResourceVersion: "5"})
+	run := runReflector(t, f, ReflectorOptions{})
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
+		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="5"`,
+	})
+	if e := run.nextErr(t); e.Op != "watchlist" || e.Reason != ReasonTransport {
+		t.Fatalf("reported %+v", e)
+	}
+	// The streamed objects never reached the store: only the LIST did.
+	equalStrings(t, "store", run.store.all(), []string{"replace [a/p1@2] rv=5"})
+}
+
+func TestWatchListDisabledByOption(t *testing.T) {
+	f := informertest.New(&corev1.Pod{})
+	f.ServeWatchList(true)
+	s := newPodInformer(f, Options{DisableWatchList: true})
+	startInformer(t, s)
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 2)[:2]), []string{`list rv="" limit=500`, `watch rv="1"`})
 }
 
 func TestWatchListNotUsedWhenListerWatcherOptsOut(t *testing.T) {
 	f := informertest.New(&corev1.Pod{}) // IsWatchListSemanticsUnSupported() == true
-	runReflector(t, f, ReflectorOptions{WatchList: true})
-	reqs := waitRequests(t, f, 2)
-	equalStrings(t, "requests", summarize(reqs[:2]), []string{`list rv="" limit=500`, `watch rv="1"`})
+	runReflector(t, f, ReflectorOptions{})
+	equalStrings(t, "reflector requests", summarize(waitRequests(t, f, 2)[:2]), []string{`list rv="" limit=500`, `watch rv="1"`})
+
+	// A ListerWatcher without context methods is wrapped by the informer; its
+	// opt-out must survive the wrapping.
+	g := informertest.New(&corev1.Pod{})
+	s := newPodInformer(plainLW{g}, Options{})
+	startInformer(t, s)
+	equalStrings(t, "informer requests", summarize(waitRequests(t, g, 2)[:2]), []string{`list rv="" limit=500`, `watch rv="1"`})
+}
+
+// plainLW is a toolscache.ListerWatcher without the context-aware methods
+// that opts out of WatchList.
+type plainLW struct{ f *informertest.Fake }
+
+func (p plainLW) List(o metav1.ListOptions) (runtime.Object, error) { return p.f.List(o) }
+func (p plainLW) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return p.f.Watch(o)
+}
+func (p plainLW) IsWatchListSemanticsUnSupported() bool { return true }
+
+func TestWatchListOverAdapterWithoutBookmarksIsNotUsed(t *testing.T) {
+	f := informertest.New(&corev1.Pod{})
+	f.ServeWatchList(true)
+	lw := NewListWatch(f.ListWithContext, f.WatchWithContext, ListWatchOptions{AllowWatchBookmarks: false})
+	runReflector(t, lw, ReflectorOptions{})
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 2)[:2]), []string{`list rv="" limit=500`, `watch rv="1"`})
+
+	g := informertest.New(&corev1.Pod{})
+	g.ServeWatchList(true)
+	lw = NewListWatch(g.ListWithContext, g.WatchWithContext, ListWatchOptions{AllowWatchBookmarks: true})
+	runReflector(t, lw, ReflectorOptions{})
+	equalStrings(t, "requests with bookmarks", summarize(waitRequests(t, g, 1)[:1]), []string{`watch rv="" sendInitialEvents`})
 }

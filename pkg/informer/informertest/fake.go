@@ -112,9 +112,11 @@ func (f *Fake) IsWatchListSemanticsUnSupported() bool {
 }
 
 // ServeWatchList makes unscripted watches honour sendInitialEvents=true
-// (KEP-3157): the state as ADDED events, then a bookmark annotated
-// k8s.io/initial-events-end at the current RV, then live changes. Without it,
-// sendInitialEvents is ignored as an old server would.
+// (KEP-3157): the current state as ADDED events, then a bookmark annotated
+// k8s.io/initial-events-end at the current RV, then live changes. As with
+// resourceVersionMatch=NotOlderThan, any RV not beyond the current one is
+// accepted, also one older than a compaction. Without it, sendInitialEvents
+// is ignored as an old server would.
 func (f *Fake) ServeWatchList(serve bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -187,13 +189,14 @@ func (f *Fake) WatchWithContext(_ context.Context, opts metav1.ListOptions) (wat
 		return s, nil
 	}
 	from := uint64(0)
+	initialEvents := f.watchList && opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 		n, err := strconv.ParseUint(opts.ResourceVersion, 10, 64)
 		if err != nil {
 			f.recordLocked(VerbWatch, opts)
 			return nil, apierrors.NewBadRequest("invalid resourceVersion " + opts.ResourceVersion)
 		}
-		if n < f.compactedRV {
+		if n < f.compactedRV && !initialEvents {
 			f.recordLocked(VerbWatch, opts)
 			return nil, ErrExpired()
 		}
@@ -205,11 +208,11 @@ func (f *Fake) WatchWithContext(_ context.Context, opts metav1.ListOptions) (wat
 	}
 	s := newStream(opts)
 	s.live = true
-	if from == 0 {
+	if from == 0 || initialEvents {
 		for _, obj := range f.sortedLocked() {
 			s.Add(obj.DeepCopyObject())
 		}
-		if f.watchList && opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		if initialEvents {
 			s.Send(InitialEventsEndBookmark(f.example, strconv.FormatUint(f.rv, 10)))
 		}
 	} else {

@@ -1,0 +1,259 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cache
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Benchmarks of the cache (speed and memory targets live here, never in tests):
+//
+//	go test ./pkg/cache -run '^$' -bench 'ListByLabel|StoredPodHeap' -benchtime 2s
+//
+// BenchmarkListByLabel20kPods compares a label-selected List answered from a
+// "label:app" index with controller-runtime's cache, which scans; both caches run
+// in-process on the same 20k pods. BenchmarkStoredPodHeap10k measures the heap that
+// cached pods hold, as decoded from protobuf, with managedFields stripped, and with
+// strings interned as well.
+
+const (
+	benchPods       = 20000
+	benchNamespaces = 20
+	benchApps       = 200 // 100 pods per app label value
+)
+
+// benchPod is a pod of app app-<i%benchApps> in namespace ns-<i%benchNamespaces>.
+func benchPod(i int) *corev1.Pod {
+	app := fmt.Sprintf("app-%d", i%benchApps)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: fmt.Sprintf("ns-%d", i%benchNamespaces), Name: fmt.Sprintf("%s-%d", app, i),
+			ResourceVersion: "5",
+			Labels:          map[string]string{"app": app, "tier": "backend", "pod-template-hash": "7d4b9c"},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.example/" + app + ":1.0"}}},
+	}
+}
+
+// crCacheOn returns controller-runtime's cache whose informers (client-go's) list
+// objects and then watch nothing: its reader on the same store as ours.
+func crCacheOn(b *testing.B, objects []kruntime.Object) crcache.Cache {
+	b.Helper()
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (kruntime.Object, error) {
+			items := make([]corev1.Pod, len(objects))
+			for i, obj := range objects {
+				items[i] = *obj.(*corev1.Pod).DeepCopy()
+			}
+			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: items}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			return watch.NewRaceFreeFake(), nil
+		},
+	}
+	c, err := crcache.New(&rest.Config{Host: "http://127.0.0.1:1"}, crcache.Options{
+		Mapper: testMapper(),
+		NewInformer: func(_ toolscache.ListerWatcher, obj kruntime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+			return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = c.Start(ctx); close(done) }()
+	b.Cleanup(func() { cancel(); <-done })
+	return c
+}
+
+func BenchmarkListByLabel20kPods(b *testing.B) {
+	objects := make([]kruntime.Object, benchPods)
+	for i := range objects {
+		objects[i] = benchPod(i)
+	}
+	ours := newTestCache(b, newFakeAPI(b, objects...), crcache.Options{}, WithLabelIndexes("app"))
+	startCache(b, ours)
+	theirs := crCacheOn(b, objects)
+
+	for _, bc := range []struct {
+		name string
+		opts []client.ListOption
+		want int
+	}{
+		{"all-namespaces", []client.ListOption{client.MatchingLabels{"app": "app-7"}}, benchPods / benchApps},
+		{"one-namespace", []client.ListOption{client.InNamespace("ns-7"), client.MatchingLabels{"app": "app-7"}}, benchPods / benchApps / benchNamespaces},
+	} {
+		for _, impl := range []struct {
+			name string
+			c    client.Reader
+		}{{"deltacache", ours}, {"controller-runtime", theirs}} {
+			b.Run(bc.name+"/"+impl.name, func(b *testing.B) {
+				ctx := context.Background()
+				var list corev1.PodList
+				if err := impl.c.List(ctx, &list, bc.opts...); err != nil || len(list.Items) != bc.want {
+					b.Fatalf("List: %v, %d items, want %d", err, len(list.Items), bc.want)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if err := impl.c.List(ctx, &list, bc.opts...); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// decodedPods returns n pods decoded from protobuf, as an informer receives them:
+// every string of every pod is its own allocation.
+func decodedPods(b *testing.B, encoded [][]byte, decoder kruntime.Decoder) []*corev1.Pod {
+	pods := make([]*corev1.Pod, len(encoded))
+	for i, data := range encoded {
+		obj, _, err := decoder.Decode(data, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pods[i] = obj.(*corev1.Pod)
+	}
+	return pods
+}
+
+// realisticPod is pod i of a Deployment: labels, an owner, managedFields of the
+// controller manager and the kubelet, one container with resources, a status.
+func realisticPod(i int) *corev1.Pod {
+	const hash = "7d4b9c6f5"
+	name := fmt.Sprintf("web-%s-%05d", hash, i)
+	created := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, GenerateName: "web-" + hash + "-", Namespace: "shop",
+			UID: types.UID(fmt.Sprintf("0f6c2a1e-4b7d-4c3e-9a55-%012d", i)), ResourceVersion: fmt.Sprint(1000 + i),
+			CreationTimestamp: created,
+			Labels: map[string]string{
+				"app": "web", "pod-template-hash": hash, "app.kubernetes.io/part-of": "shop", "tier": "frontend",
+			},
+			Annotations: map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-01-02T03:00:00Z"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-" + hash,
+				UID: "5e1f7c1d-0d3b-4f7e-8a1c-2b9d6e4f3a21", Controller: new(true), BlockOwnerDeletion: new(true),
+			}},
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+					Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
+						`{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/restartedAt":{}},"f:generateName":{},` +
+							`"f:labels":{".":{},"f:app":{},"f:app.kubernetes.io/part-of":{},"f:pod-template-hash":{},"f:tier":{}},` +
+							`"f:ownerReferences":{".":{},"k:{\"uid\":\"5e1f7c1d-0d3b-4f7e-8a1c-2b9d6e4f3a21\"}":{}}},` +
+							`"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},` +
+							`"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},` +
+							`"f:resources":{".":{},"f:limits":{".":{},"f:memory":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},` +
+							`"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},` +
+							`"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)}},
+				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Subresource: "status",
+					Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
+						`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},` +
+							`"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},` +
+							`"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":` +
+							`{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},` +
+							`"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},` +
+							`"k:{\"ip\":\"10.244.1.7\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`)}},
+			},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: fmt.Sprintf("node-%d", i%50),
+			Containers: []corev1.Container{{
+				Name: "web", Image: "registry.example/shop/web:1.4.2",
+				Ports: []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+				},
+			}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.244.%d.%d", i/250, i%250)},
+	}
+}
+
+func BenchmarkStoredPodHeap10k(b *testing.B) {
+	const n = 10000
+	codec := protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme)
+	encoded := make([][]byte, n)
+	for i := range encoded {
+		pod := realisticPod(i)
+		pod.SetGroupVersionKind(gvkPod)
+		data, err := kruntime.Encode(codec, pod)
+		if err != nil {
+			b.Fatal(err)
+		}
+		encoded[i] = data
+	}
+	for _, bc := range []struct {
+		name    string
+		options []Option
+		raw     bool
+	}{
+		{"as-decoded", nil, true},
+		{"managedFields-stripped", []Option{WithoutStringInterning()}, false},
+		{"stripped-and-interned", nil, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := newTestCache(b, newFakeAPI(b), crcache.Options{}, bc.options...)
+			transform := c.storeTransform(gvkPod, nil, nil)
+			var bytesPerPod float64
+			for b.Loop() {
+				before := heapInUse()
+				pods := decodedPods(b, encoded, codec)
+				if !bc.raw {
+					for _, pod := range pods {
+						if _, err := transform(pod); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				bytesPerPod = float64(heapInUse()-before) / n
+				runtime.KeepAlive(pods)
+			}
+			b.ReportMetric(bytesPerPod, "heap-B/pod")
+		})
+	}
+}
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}

@@ -1,0 +1,547 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+//nolint:goconst // Test fixtures read better as literals.
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dcache "github.com/deltacache/deltacache/pkg/cache"
+)
+
+// The conformance suite runs every case against controller-runtime's cache.New and
+// deltacache's cache.New on the shared envtest control plane, with the same options
+// and the same objects, and expects the same results. Where deltacache deliberately
+// differs, the case says so in `differs` and checks each implementation's behaviour.
+
+const (
+	implControllerRuntime = "controller-runtime"
+	implDeltacache        = "deltacache"
+)
+
+var conformanceImpls = []struct {
+	name string
+	new  crcache.NewCacheFunc
+}{
+	{implControllerRuntime, crcache.New},
+	{implDeltacache, dcache.New},
+}
+
+// conformanceFixture is created once per run of TestConformance:
+//
+//	ns1: ConfigMaps a (app=web, tier=front), b (app=web, tier=back), c (app=db);
+//	     Secrets s-web (app=web), s-db (app=db)
+//	ns2: ConfigMaps d (app=web), e (app=db)
+//	ns3: ConfigMap  f (app=web)
+//
+// Every ConfigMap has data.owner = owner, except c (owner "nobody"). Label values
+// carry web and db, unique to the run, so that other tests' objects never match.
+type conformanceFixture struct {
+	ns1, ns2, ns3 string
+	web, db       string
+	owner         string
+}
+
+func (f *conformanceFixture) namespaces() []string { return []string{f.ns1, f.ns2, f.ns3} }
+
+func newConformanceFixture(t *testing.T) *conformanceFixture {
+	f := &conformanceFixture{ns1: createNamespace(t, "conf"), ns2: createNamespace(t, "conf"), ns3: createNamespace(t, "conf")}
+	f.web, f.db, f.owner = "web-"+f.ns1, "db-"+f.ns1, "owner-"+f.ns1
+	cm := func(ns, name string, lbls map[string]string, owner string) {
+		create(t, newConfigMap(ns, name, lbls, map[string]string{"owner": owner}))
+	}
+	cm(f.ns1, "a", map[string]string{"app": f.web, "tier": "front"}, f.owner)
+	cm(f.ns1, "b", map[string]string{"app": f.web, "tier": "back"}, f.owner)
+	cm(f.ns1, "c", map[string]string{"app": f.db}, "nobody")
+	cm(f.ns2, "d", map[string]string{"app": f.web}, f.owner)
+	cm(f.ns2, "e", map[string]string{"app": f.db}, f.owner)
+	cm(f.ns3, "f", map[string]string{"app": f.web}, f.owner)
+	for name, app := range map[string]string{"s-web": f.web, "s-db": f.db} {
+		create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns1, Name: name, Labels: map[string]string{"app": app}}})
+	}
+	return f
+}
+
+// conformanceEnv is what a case runs with.
+type conformanceEnv struct {
+	impl string
+	c    crcache.Cache
+	f    *conformanceFixture
+	ctx  context.Context
+}
+
+type conformanceCase struct {
+	name string
+	// opts are the cache.Options of the case (HTTPClient and Mapper are filled in).
+	opts func(f *conformanceFixture) crcache.Options
+	// before runs before Start (e.g. IndexField); notStarted skips Start altogether.
+	before     func(t *testing.T, e *conformanceEnv)
+	notStarted bool
+	// differs names a deliberate difference of deltacache's; run checks both sides.
+	differs string
+	run     func(t *testing.T, e *conformanceEnv)
+}
+
+func TestConformance(t *testing.T) {
+	requireEnv(t)
+	f := newConformanceFixture(t)
+	for _, impl := range conformanceImpls {
+		t.Run(impl.name, func(t *testing.T) {
+			for _, tc := range conformanceCases() {
+				t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+					if tc.differs != "" {
+						t.Logf("deliberate difference: %s", tc.differs)
+					}
+					opts := crcache.Options{}
+					if tc.opts != nil {
+						opts = tc.opts(f)
+					}
+					opts.HTTPClient, opts.Mapper = httpClient, mapper
+					c, err := impl.new(cfg, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					e := &conformanceEnv{impl: impl.name, c: c, f: f, ctx: envCtx(t)}
+					if tc.before != nil {
+						tc.before(t, e)
+					}
+					if !tc.notStarted {
+						runCache(t, c)
+					}
+					tc.run(t, e)
+				})
+			}
+		})
+	}
+}
+
+// listKeys lists into list with opts and returns the sorted keys in the fixture's
+// namespaces.
+func (e *conformanceEnv) listKeys(t *testing.T, list client.ObjectList, opts ...client.ListOption) []string {
+	t.Helper()
+	if err := e.c.List(e.ctx, list, opts...); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	return keysIn(t, list, e.f.namespaces()...)
+}
+
+func expectKeys(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: got %v, want %v", what, got, want)
+	}
+}
+
+func mapPointer(m map[string]string) uintptr { return reflect.ValueOf(m).Pointer() }
+
+func selector(t *testing.T, s string) labels.Selector {
+	t.Helper()
+	sel, err := labels.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}
+
+func conformanceCases() []conformanceCase {
+	cases := readCases()
+	cases = append(cases, indexCases()...)
+	cases = append(cases, namespaceCases()...)
+	return append(cases, lifecycleCases()...)
+}
+
+func readCases() []conformanceCase {
+	return []conformanceCase{
+		{name: "typed Get and List", run: func(t *testing.T, e *conformanceEnv) {
+			var cm corev1.ConfigMap
+			if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns1, Name: "a"}, &cm); err != nil {
+				t.Fatal(err)
+			}
+			if cm.Data["owner"] != e.f.owner || cm.GroupVersionKind() != gvkConfigMap {
+				t.Errorf("Get: data %v gvk %v", cm.Data, cm.GroupVersionKind())
+			}
+			expectKeys(t, "List in ns1", e.listKeys(t, &corev1.ConfigMapList{}, client.InNamespace(e.f.ns1)),
+				e.f.ns1+"/a", e.f.ns1+"/b", e.f.ns1+"/c")
+			err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns1, Name: "missing"}, &cm)
+			var status apierrors.APIStatus
+			if !apierrors.IsNotFound(err) || !errors.As(err, &status) || status.Status().Details.Kind != "ConfigMap" {
+				t.Errorf("Get of a missing object: %v, want NotFound with the kind as resource", err)
+			}
+		}},
+		{name: "unstructured Get and List", run: func(t *testing.T, e *conformanceEnv) {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvkConfigMap)
+			if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns2, Name: "d"}, u); err != nil {
+				t.Fatal(err)
+			}
+			if owner, _, _ := unstructured.NestedString(u.Object, "data", "owner"); owner != e.f.owner || u.GroupVersionKind() != gvkConfigMap {
+				t.Errorf("Get: owner %q gvk %v", owner, u.GroupVersionKind())
+			}
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+			expectKeys(t, "List in ns2", e.listKeys(t, list, client.InNamespace(e.f.ns2)), e.f.ns2+"/d", e.f.ns2+"/e")
+			for _, item := range list.Items {
+				if item.GroupVersionKind() != gvkConfigMap {
+					t.Errorf("item %s has gvk %v", item.GetName(), item.GroupVersionKind())
+				}
+			}
+		}},
+		{name: "metadata-only Get and List", run: func(t *testing.T, e *conformanceEnv) {
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(gvkConfigMap)
+			if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns1, Name: "b"}, m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Labels["tier"] != "back" || m.GroupVersionKind() != gvkConfigMap {
+				t.Errorf("Get: labels %v gvk %v", m.Labels, m.GroupVersionKind())
+			}
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+			expectKeys(t, "List in ns3", e.listKeys(t, list, client.InNamespace(e.f.ns3)), e.f.ns3+"/f")
+			if list.Items[0].GroupVersionKind() != gvkConfigMap {
+				t.Errorf("item gvk %v", list.Items[0].GroupVersionKind())
+			}
+		}},
+		{name: "deep copy by default", run: func(t *testing.T, e *conformanceEnv) {
+			key := client.ObjectKey{Namespace: e.f.ns1, Name: "a"}
+			var first, second corev1.ConfigMap
+			if err := e.c.Get(e.ctx, key, &first); err != nil {
+				t.Fatal(err)
+			}
+			first.Data["owner"] = "mutated"
+			if err := e.c.Get(e.ctx, key, &second); err != nil {
+				t.Fatal(err)
+			}
+			if second.Data["owner"] != e.f.owner || mapPointer(first.Data) == mapPointer(second.Data) {
+				t.Errorf("a caller's change reached the cache: %v", second.Data)
+			}
+		}},
+		{name: "per-call UnsafeDisableDeepCopy shares the cached object", run: func(t *testing.T, e *conformanceEnv) {
+			key := client.ObjectKey{Namespace: e.f.ns1, Name: "a"}
+			var first, second corev1.ConfigMap
+			for _, cm := range []*corev1.ConfigMap{&first, &second} {
+				if err := e.c.Get(e.ctx, key, cm, client.UnsafeDisableDeepCopy); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var list corev1.ConfigMapList
+			if err := e.c.List(e.ctx, &list, client.InNamespace(e.f.ns1), client.MatchingLabels{"tier": "front"}, client.UnsafeDisableDeepCopy); err != nil {
+				t.Fatal(err)
+			}
+			if mapPointer(first.Data) != mapPointer(second.Data) || len(list.Items) != 1 || mapPointer(list.Items[0].Data) != mapPointer(first.Data) {
+				t.Error("reads with UnsafeDisableDeepCopy do not share the cached object")
+			}
+		}},
+		{
+			name:    "per-call UnsafeDisableDeepCopy(false) under DefaultUnsafeDisableDeepCopy",
+			differs: "deltacache deep-copies when the call sets UnsafeDisableDeepCopy to false; controller-runtime ignores it",
+			opts: func(*conformanceFixture) crcache.Options {
+				return crcache.Options{DefaultUnsafeDisableDeepCopy: new(true)}
+			},
+			run: func(t *testing.T, e *conformanceEnv) {
+				key := client.ObjectKey{Namespace: e.f.ns1, Name: "a"}
+				var shared, asked corev1.ConfigMap
+				if err := e.c.Get(e.ctx, key, &shared); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.c.Get(e.ctx, key, &asked, &client.GetOptions{UnsafeDisableDeepCopy: new(false)}); err != nil {
+					t.Fatal(err)
+				}
+				wantShared := e.impl == implControllerRuntime
+				if got := mapPointer(shared.Data) == mapPointer(asked.Data); got != wantShared {
+					t.Errorf("shares the cached object: %t, want %t", got, wantShared)
+				}
+			},
+		},
+		{name: "Limit", run: func(t *testing.T, e *conformanceEnv) {
+			var list corev1.ConfigMapList
+			if err := e.c.List(e.ctx, &list, client.InNamespace(e.f.ns1), client.Limit(2)); err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != 2 || list.Continue != "continue-not-supported" {
+				t.Errorf("Limit 2: %d items, continue %q", len(list.Items), list.Continue)
+			}
+		}},
+		{name: "label selectors", run: func(t *testing.T, e *conformanceEnv) {
+			f := e.f
+			expectKeys(t, "MatchingLabels", e.listKeys(t, &corev1.ConfigMapList{}, client.MatchingLabels{"app": f.web}),
+				f.ns1+"/a", f.ns1+"/b", f.ns2+"/d", f.ns3+"/f")
+			expectKeys(t, "in, != in ns1",
+				e.listKeys(t, &corev1.ConfigMapList{}, client.InNamespace(f.ns1),
+					client.MatchingLabelsSelector{Selector: selector(t, "app in ("+f.web+","+f.db+"),tier!=back")}),
+				f.ns1+"/a", f.ns1+"/c")
+			expectKeys(t, "exists, notin",
+				e.listKeys(t, &corev1.ConfigMapList{},
+					client.MatchingLabelsSelector{Selector: selector(t, "tier,app notin ("+f.db+")")}),
+				f.ns1+"/a", f.ns1+"/b")
+		}},
+		{name: "reused list object", run: func(t *testing.T, e *conformanceEnv) {
+			var list corev1.ConfigMapList
+			e.listKeys(t, &list, client.InNamespace(e.f.ns1))
+			expectKeys(t, "second List into the same object", e.listKeys(t, &list, client.InNamespace(e.f.ns3)), e.f.ns3+"/f")
+			if len(list.Items) != 1 {
+				t.Errorf("%d items after the second List, want 1", len(list.Items))
+			}
+		}},
+	}
+}
+
+func byOwner(obj client.Object) []string { return []string{obj.(*corev1.ConfigMap).Data["owner"]} }
+
+func indexCases() []conformanceCase {
+	indexOwner := func(t *testing.T, e *conformanceEnv) {
+		if err := e.c.IndexField(e.ctx, &corev1.ConfigMap{}, "data.owner", byOwner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []conformanceCase{
+		{name: "MatchingFields exact", before: indexOwner, run: func(t *testing.T, e *conformanceEnv) {
+			f := e.f
+			expectKeys(t, "all namespaces", e.listKeys(t, &corev1.ConfigMapList{}, client.MatchingFields{"data.owner": f.owner}),
+				f.ns1+"/a", f.ns1+"/b", f.ns2+"/d", f.ns2+"/e", f.ns3+"/f")
+			expectKeys(t, "in ns1", e.listKeys(t, &corev1.ConfigMapList{}, client.InNamespace(f.ns1), client.MatchingFields{"data.owner": f.owner}),
+				f.ns1+"/a", f.ns1+"/b")
+			expectKeys(t, "with a label selector",
+				e.listKeys(t, &corev1.ConfigMapList{}, client.MatchingFields{"data.owner": f.owner}, client.MatchingLabels{"app": f.db}),
+				f.ns2+"/e")
+		}},
+		{name: "field selector errors", before: indexOwner, run: func(t *testing.T, e *conformanceEnv) {
+			list := &corev1.ConfigMapList{}
+			err := e.c.List(e.ctx, list, client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector("data.owner", "x")})
+			if err == nil || !strings.Contains(err.Error(), "non-exact field matches are not supported by the cache") {
+				t.Errorf("non-exact selector: %v", err)
+			}
+			err = e.c.List(e.ctx, list, client.MatchingFields{"data.nope": "x"})
+			if err == nil || !strings.Contains(strings.ToLower(err.Error()), "index with name field:data.nope does not exist") {
+				t.Errorf("missing index: %v", err)
+			}
+			err = e.c.List(e.ctx, list, client.Continue("token"))
+			if err == nil || err.Error() != "continue list option is not supported by the cache" {
+				t.Errorf("Continue: %v", err)
+			}
+		}},
+		{name: "IndexField after Start", run: func(t *testing.T, e *conformanceEnv) {
+			e.listKeys(t, &corev1.ConfigMapList{}) // the informer runs
+			byName := func(obj client.Object) []string { return []string{obj.GetName()} }
+			if err := e.c.IndexField(e.ctx, &corev1.ConfigMap{}, "metadata.name", byName); err != nil {
+				t.Fatal(err)
+			}
+			expectKeys(t, "back-filled index", e.listKeys(t, &corev1.ConfigMapList{}, client.InNamespace(e.f.ns1),
+				client.MatchingFields{"metadata.name": "b"}), e.f.ns1+"/b")
+		}},
+	}
+}
+
+func namespaceCases() []conformanceCase {
+	return []conformanceCase{
+		{
+			name: "cluster-scoped objects from a namespace-restricted cache",
+			opts: func(f *conformanceFixture) crcache.Options {
+				return crcache.Options{DefaultNamespaces: map[string]crcache.Config{f.ns1: {}}}
+			},
+			run: func(t *testing.T, e *conformanceEnv) {
+				var ns corev1.Namespace
+				if err := e.c.Get(e.ctx, client.ObjectKey{Name: e.f.ns2}, &ns); err != nil {
+					t.Errorf("Get of namespace %s: %v", e.f.ns2, err)
+				}
+				var list corev1.NamespaceList
+				if err := e.c.List(e.ctx, &list); err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, item := range list.Items {
+					if slices.Contains(e.f.namespaces(), item.Name) {
+						names = append(names, item.Name)
+					}
+				}
+				slices.Sort(names)
+				expectKeys(t, "namespaces", names, e.f.namespaces()...)
+			},
+		},
+		{
+			name: "DefaultNamespaces restrict Get and List",
+			opts: func(f *conformanceFixture) crcache.Options {
+				return crcache.Options{DefaultNamespaces: map[string]crcache.Config{f.ns1: {}, f.ns2: {}}}
+			},
+			run: func(t *testing.T, e *conformanceEnv) {
+				f := e.f
+				expectKeys(t, "List", e.listKeys(t, &corev1.ConfigMapList{}),
+					f.ns1+"/a", f.ns1+"/b", f.ns1+"/c", f.ns2+"/d", f.ns2+"/e")
+				if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: f.ns3, Name: "f"}, &corev1.ConfigMap{}); err == nil {
+					t.Error("Get outside DefaultNamespaces succeeded")
+				}
+				if err := e.c.List(e.ctx, &corev1.ConfigMapList{}, client.InNamespace(f.ns3)); err == nil {
+					t.Error("List outside DefaultNamespaces succeeded")
+				}
+			},
+		},
+		{
+			name: "AllNamespaces entry and overlapping namespaces give no duplicates",
+			opts: func(f *conformanceFixture) crcache.Options {
+				return crcache.Options{DefaultNamespaces: map[string]crcache.Config{
+					f.ns1:                {LabelSelector: labels.SelectorFromSet(labels.Set{"app": f.web})},
+					crcache.AllNamespaces: {},
+				}}
+			},
+			run: func(t *testing.T, e *conformanceEnv) {
+				f := e.f
+				var list corev1.ConfigMapList
+				expectKeys(t, "List", e.listKeys(t, &list),
+					f.ns1+"/a", f.ns1+"/b", f.ns2+"/d", f.ns2+"/e", f.ns3+"/f")
+				var cm corev1.ConfigMap
+				if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: f.ns3, Name: "f"}, &cm); err != nil {
+					t.Errorf("Get through the AllNamespaces entry: %v", err)
+				}
+				if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: f.ns1, Name: "c"}, &cm); !apierrors.IsNotFound(err) {
+					t.Errorf("Get of an object ns1's selector excludes: %v, want NotFound", err)
+				}
+			},
+		},
+		{
+			name: "ByObject takes precedence over the defaults",
+			opts: func(f *conformanceFixture) crcache.Options {
+				return crcache.Options{
+					DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"app": f.db}),
+					DefaultNamespaces:    map[string]crcache.Config{f.ns1: {}},
+					ByObject: map[client.Object]crcache.ByObject{&corev1.ConfigMap{}: {
+						Label:      labels.SelectorFromSet(labels.Set{"app": f.web}),
+						Namespaces: map[string]crcache.Config{f.ns1: {}, f.ns2: {}},
+					}},
+				}
+			},
+			run: func(t *testing.T, e *conformanceEnv) {
+				f := e.f
+				expectKeys(t, "ConfigMaps (ByObject)", e.listKeys(t, &corev1.ConfigMapList{}),
+					f.ns1+"/a", f.ns1+"/b", f.ns2+"/d")
+				expectKeys(t, "Secrets (defaults)", e.listKeys(t, &corev1.SecretList{}), f.ns1+"/s-db")
+			},
+		},
+		{
+			name: "label and field selectors filter on the server",
+			opts: func(f *conformanceFixture) crcache.Options {
+				return crcache.Options{
+					DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"app": f.web}),
+					DefaultFieldSelector: fields.OneTermEqualSelector("metadata.namespace", f.ns1),
+				}
+			},
+			run: func(t *testing.T, e *conformanceEnv) {
+				f := e.f
+				expectKeys(t, "List", e.listKeys(t, &corev1.ConfigMapList{}), f.ns1+"/a", f.ns1+"/b")
+				if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: f.ns1, Name: "c"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+					t.Errorf("Get of an object outside the selectors: %v, want NotFound", err)
+				}
+			},
+		},
+	}
+}
+
+func lifecycleCases() []conformanceCase {
+	return []conformanceCase{
+		{name: "ErrCacheNotStarted before Start", notStarted: true, run: func(t *testing.T, e *conformanceEnv) {
+			var notStarted *crcache.ErrCacheNotStarted
+			if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns1, Name: "a"}, &corev1.ConfigMap{}); !errors.As(err, &notStarted) {
+				t.Errorf("Get: %v", err)
+			}
+			if err := e.c.List(e.ctx, &corev1.ConfigMapList{}); !errors.As(err, &notStarted) {
+				t.Errorf("List: %v", err)
+			}
+		}},
+		{name: "lazy informer blocks until synced", run: func(t *testing.T, e *conformanceEnv) {
+			inf, err := e.c.GetInformer(e.ctx, &corev1.Secret{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !inf.HasSynced() {
+				t.Error("GetInformer returned an informer that has not synced")
+			}
+			var s corev1.Secret
+			if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns1, Name: "s-web"}, &s); err != nil {
+				t.Errorf("first Get of a new kind: %v", err)
+			}
+		}},
+		{name: "RemoveInformer", run: func(t *testing.T, e *conformanceEnv) {
+			inf, err := e.c.GetInformer(e.ctx, &corev1.ConfigMap{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.c.RemoveInformer(e.ctx, &corev1.ConfigMap{}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 10*time.Second, func() error {
+				if !inf.IsStopped() {
+					return errors.New("removed informer still running")
+				}
+				return nil
+			})
+			expectKeys(t, "List after RemoveInformer", e.listKeys(t, &corev1.ConfigMapList{}, client.InNamespace(e.f.ns3)), e.f.ns3+"/f")
+		}},
+		{
+			name: "ReaderFailOnMissingInformer",
+			opts: func(*conformanceFixture) crcache.Options { return crcache.Options{ReaderFailOnMissingInformer: true} },
+			run: func(t *testing.T, e *conformanceEnv) {
+				var notCached *crcache.ErrResourceNotCached
+				key := client.ObjectKey{Namespace: e.f.ns1, Name: "a"}
+				if err := e.c.Get(e.ctx, key, &corev1.ConfigMap{}); !errors.As(err, &notCached) {
+					t.Errorf("Get without informer: %v, want ErrResourceNotCached", err)
+				}
+				if _, err := e.c.GetInformer(e.ctx, &corev1.ConfigMap{}); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.c.Get(e.ctx, key, &corev1.ConfigMap{}); err != nil {
+					t.Errorf("Get after GetInformer: %v", err)
+				}
+			},
+		},
+		{
+			name:    "GetInformerForKind of a kind missing from the Scheme",
+			differs: "deltacache returns an unstructured informer; controller-runtime fails (the kind is not registered)",
+			run: func(t *testing.T, e *conformanceEnv) {
+				inf, err := e.c.GetInformerForKind(e.ctx, widgetGVK)
+				if e.impl == implControllerRuntime {
+					if err == nil {
+						t.Error("controller-runtime returned an informer for a kind missing from the Scheme")
+					}
+					return
+				}
+				if err != nil || !inf.HasSynced() {
+					t.Errorf("GetInformerForKind: %v", err)
+				}
+			},
+		},
+		{name: "second Start fails", run: func(t *testing.T, e *conformanceEnv) {
+			if err := e.c.Start(e.ctx); err == nil {
+				t.Error("a second Start succeeded")
+			}
+		}},
+	}
+}

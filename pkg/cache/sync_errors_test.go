@@ -1,0 +1,273 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deltacache/deltacache/pkg/informer"
+)
+
+func forbiddenPods() error {
+	return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC says no"))
+}
+
+// fastBackoff retries failed lists within milliseconds.
+var fastBackoff = informer.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond, Jitter: -1}
+
+// createInformers creates the informers of objs without waiting for them to sync.
+func createInformers(t *testing.T, c *Cache, objs ...client.Object) {
+	t.Helper()
+	for _, obj := range objs {
+		if _, err := c.GetInformer(testCtx(t), obj, crcache.BlockUntilSynced(false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestWaitForCacheSyncReturnsFalseOnceEveryUnsyncedInformerIsForbidden(t *testing.T) {
+	api := newFakeAPI(t, configMap("a", "x", nil))
+	api.setListErrorFor(gvkPod, forbiddenPods())
+	c := newTestCache(t, api, crcache.Options{})
+	startCache(t, c)
+	createInformers(t, c, &corev1.ConfigMap{}, &corev1.Pod{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if c.WaitForCacheSync(ctx) {
+		t.Fatal("WaitForCacheSync returned true with the Pod informer forbidden")
+	}
+	if ctx.Err() != nil {
+		t.Fatal("WaitForCacheSync waited for its context instead of returning on the Forbidden error")
+	}
+	if err := c.SyncError(gvkPod); !apierrors.IsForbidden(err) {
+		t.Errorf("SyncError(Pod) = %v, want Forbidden", err)
+	}
+	var lwe *informer.ListWatchError
+	if err := c.SyncError(gvkPod); !errors.As(err, &lwe) || lwe.Reason != informer.ReasonForbidden || lwe.Op != "list" {
+		t.Errorf("SyncError(Pod) = %#v, want a list ListWatchError with reason Forbidden", err)
+	}
+	if err := c.SyncError(gvkConfigMap); err != nil {
+		t.Errorf("SyncError(ConfigMap) = %v, want nil (synced)", err)
+	}
+	if err := c.SyncError(gvkNode); err != nil {
+		t.Errorf("SyncError(Node) = %v, want nil (no informer)", err)
+	}
+	errs := c.SyncErrors()
+	if len(errs) != 1 || !apierrors.IsForbidden(errs[gvkPod]) {
+		t.Errorf("SyncErrors() = %v, want only Pod: Forbidden", errs)
+	}
+}
+
+func TestWaitForCacheSyncWaitsForTheContextOnTransientErrors(t *testing.T) {
+	api := newFakeAPI(t)
+	api.setListErrorFor(gvkPod, apierrors.NewServiceUnavailable("etcd is sleeping"))
+	c := newTestCache(t, api, crcache.Options{}, WithBackoff(fastBackoff))
+	startCache(t, c)
+	createInformers(t, c, &corev1.Pod{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if c.WaitForCacheSync(ctx) {
+		t.Fatal("WaitForCacheSync returned true")
+	}
+	if ctx.Err() == nil {
+		t.Fatal("WaitForCacheSync gave up on a transient error before its context ended")
+	}
+	if err := c.SyncError(gvkPod); !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("SyncError(Pod) = %v, want ServiceUnavailable", err)
+	}
+}
+
+func TestWaitForCacheSyncWithWaitThroughSyncErrorsWaitsForTheContext(t *testing.T) {
+	api := newFakeAPI(t)
+	api.setListErrorFor(gvkPod, forbiddenPods())
+	c := newTestCache(t, api, crcache.Options{}, WithWaitThroughSyncErrors())
+	startCache(t, c)
+	createInformers(t, c, &corev1.Pod{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if c.WaitForCacheSync(ctx) {
+		t.Fatal("WaitForCacheSync returned true")
+	}
+	if ctx.Err() == nil {
+		t.Fatal("WaitForCacheSync returned before its context ended despite WithWaitThroughSyncErrors")
+	}
+}
+
+func TestWaitForCacheSyncTurnsTrueAndSyncErrorNilOnceTheErrorIsFixed(t *testing.T) {
+	api := newFakeAPI(t)
+	api.setListErrorFor(gvkPod, forbiddenPods())
+	c := newTestCache(t, api, crcache.Options{}, WithBackoff(fastBackoff))
+	startCache(t, c)
+	createInformers(t, c, &corev1.Pod{})
+	ctx := testCtx(t)
+	if c.WaitForCacheSync(ctx) {
+		t.Fatal("WaitForCacheSync returned true while forbidden")
+	}
+
+	// The error stays until the next attempt succeeds; then the informer syncs.
+	api.setListErrorFor(gvkPod, nil)
+	waitUntil(t, "a successful list", func() bool { return c.SyncError(gvkPod) == nil })
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("WaitForCacheSync returned false after the list was allowed")
+	}
+	if err := c.SyncError(gvkPod); err != nil {
+		t.Errorf("SyncError(Pod) = %v after sync, want nil", err)
+	}
+	if errs := c.SyncErrors(); len(errs) != 0 {
+		t.Errorf("SyncErrors() = %v after sync, want empty", errs)
+	}
+}
+
+func TestNotFoundListIsReportedAsNoKindMatchNotAsAMissingObject(t *testing.T) {
+	api := newFakeAPI(t)
+	api.setListErrorFor(gvkWidget, apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "widgets"}, ""))
+	c := newTestCache(t, api, crcache.Options{})
+	startCache(t, c)
+
+	u := newObjectOf(entryKey{gvk: gvkWidget})
+	err := c.Get(testCtx(t), client.ObjectKey{Namespace: "a", Name: "w"}, u.(client.Object))
+	var kindErr *meta.NoKindMatchError
+	if !errors.As(err, &kindErr) || kindErr.GroupKind != gvkWidget.GroupKind() {
+		t.Fatalf("err = %v, want a *meta.NoKindMatchError for %v", err, gvkWidget.GroupKind())
+	}
+	if apierrors.IsNotFound(err) {
+		t.Errorf("err = %v satisfies apierrors.IsNotFound; client.IgnoreNotFound would swallow it", err)
+	}
+	if !strings.Contains(err.Error(), `list failed (NotFound): widgets.example.com "" not found`) {
+		t.Errorf("err = %q does not carry the list error", err)
+	}
+	// SyncError keeps the list/watch error as it is.
+	if err := c.SyncError(gvkWidget); !apierrors.IsNotFound(err) {
+		t.Errorf("SyncError(Widget) = %v, want the NotFound list error", err)
+	}
+}
+
+// logLines collects the lines of a funcr logger.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) add(_, args string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, args)
+}
+
+// matching returns the lines containing every one of parts.
+func (l *logLines) matching(parts ...string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range l.lines {
+		ok := true
+		for _, part := range parts {
+			ok = ok && strings.Contains(line, part)
+		}
+		if ok {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// waitUntil polls cond every 5ms until it holds, failing the test after 10s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestForbiddenListIsLoggedOncePerBackoffStepNotPerRead(t *testing.T) {
+	api := newFakeAPI(t)
+	api.setListErrorFor(gvkPod, forbiddenPods())
+	var logs logLines
+	c := newTestCache(t, api, crcache.Options{},
+		WithLogger(funcr.New(logs.add, funcr.Options{})),
+		WithBackoff(informer.Backoff{Initial: time.Second, Factor: 2, Max: time.Hour, Jitter: -1}))
+	fc := clocktesting.NewFakeClock(time.Now())
+	c.clock = fc
+	startCache(t, c)
+	createInformers(t, c, &corev1.Pod{})
+	failed := func() []string { return logs.matching(`"msg"="list/watch failed; retrying"`, `"informer"="Pod.v1"`) }
+
+	// The Reflector sleeps on the fake clock between attempts (its only timer while
+	// the list fails), so an attempt happens exactly when the clock passes its delay.
+	sleeping := func() bool { return fc.Waiters() == 1 }
+	waitUntil(t, "the first list", func() bool { return api.listCallsOf(gvkPod) == 1 })
+	waitUntil(t, "the first backoff", sleeping)
+
+	// Reads and sync waits while the informer is failing do not log list errors.
+	ctx := testCtx(t)
+	for range 10 {
+		if err := c.List(ctx, &corev1.PodList{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("List: %v, want Forbidden", err)
+		}
+	}
+	for range 3 {
+		if c.WaitForCacheSync(ctx) {
+			t.Fatal("WaitForCacheSync returned true")
+		}
+	}
+	if got := api.listCallsOf(gvkPod); got != 1 {
+		t.Fatalf("list calls before the first delay elapsed = %d, want 1", got)
+	}
+	if got := failed(); len(got) != 1 || !strings.Contains(got[0], `"retryIn"="1s"`) {
+		t.Fatalf("list failure lines after one attempt = %q, want one with retryIn 1s", got)
+	}
+	if got := logs.matching(`"msg"="cache cannot sync`); len(got) != 3 {
+		t.Errorf("cache-cannot-sync lines = %d, want 3 (one per WaitForCacheSync)", len(got))
+	}
+
+	// Each elapsed delay is one more attempt and one more line, with the next delay.
+	for step, delay := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		fc.Step(delay)
+		attempts := step + 2
+		waitUntil(t, fmt.Sprintf("attempt %d", attempts), func() bool { return api.listCallsOf(gvkPod) == attempts })
+		waitUntil(t, fmt.Sprintf("backoff %d", attempts), sleeping)
+		got := failed()
+		if len(got) != attempts {
+			t.Fatalf("after %d attempts: %d list failure lines: %q", attempts, len(got), got)
+		}
+		if want := fmt.Sprintf(`"retryIn"="%s"`, 2*delay); !strings.Contains(got[attempts-1], want) {
+			t.Errorf("line %d = %s, want %s", attempts, got[attempts-1], want)
+		}
+	}
+}

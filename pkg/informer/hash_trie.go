@@ -1,0 +1,286 @@
+package informer
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"slices"
+)
+
+// trie is a persistent (immutable) map from string keys to V: a compressed
+// hash-array mapped prefix tree (CHAMP; Steindorfer and Vinju, OOPSLA 2015),
+// the structure behind the Indexer's lock-free snapshots.
+//
+// A trie value is never modified once published: set and del return a new
+// trie that shares every untouched node with the old one and copies the path
+// to the changed entry (O(log32 n) nodes). Readers of an old trie are thus
+// never disturbed by a writer, and need no lock.
+//
+// Writes take an *edit token: nodes created under the same token are changed
+// in place instead of copied again, so a batch of writes under one token (a
+// Replace, or the several index updates of one Add) copies each node at most
+// once. A token must not be used again once the trie built with it has been
+// published to readers.
+type trie[V any] struct {
+	root *trieNode[V]
+	size int
+}
+
+// edit marks the nodes that one batch of writes owns. It is not empty, so
+// that every token has its own address.
+type edit struct{ _ byte }
+
+// trieEntry is one key/value pair. The key's hash is not kept (it is
+// recomputed in the rare case an entry moves down a level): every byte of a
+// node is copied on each write that passes through it.
+type trieEntry[V any] struct {
+	key string
+	val V
+}
+
+// hasher hashes keys; tests substitute colliding ones.
+type hasher func(key string) uint64
+
+// trieNode holds up to 32 slots, each empty, an entry (dataMap bit set) or a
+// sub-node (nodeMap bit set); data and nodes are dense, ordered by slot. A
+// node below the hash's last bits (shift ≥ 64) is a collision node: data
+// holds every entry, compared by key.
+type trieNode[V any] struct {
+	dataMap uint32
+	nodeMap uint32
+	owner   *edit
+	data    []trieEntry[V]
+	nodes   []*trieNode[V]
+}
+
+const (
+	trieBits  = 5
+	trieMask  = 1<<trieBits - 1
+	hashWidth = 64
+)
+
+var trieSeed = maphash.MakeSeed()
+
+func trieHash(key string) uint64 { return maphash.String(trieSeed, key) }
+
+// Len returns the number of entries.
+func (t trie[V]) Len() int { return t.size }
+
+// get returns the value stored under key.
+func (t trie[V]) get(key string) (V, bool) {
+	if t.root == nil {
+		var zero V
+		return zero, false
+	}
+	return t.root.get(key, trieHash(key))
+}
+
+// get looks key, whose hash is h, up in the sub-trie rooted at n.
+func (n *trieNode[V]) get(key string, h uint64) (V, bool) {
+	var zero V
+	for shift := uint(0); ; shift += trieBits {
+		if shift >= hashWidth {
+			for i := range n.data {
+				if n.data[i].key == key {
+					return n.data[i].val, true
+				}
+			}
+			return zero, false
+		}
+		bit := uint32(1) << ((h >> shift) & trieMask)
+		switch {
+		case n.dataMap&bit != 0:
+			e := &n.data[slot(n.dataMap, bit)]
+			if e.key == key {
+				return e.val, true
+			}
+			return zero, false
+		case n.nodeMap&bit != 0:
+			n = n.nodes[slot(n.nodeMap, bit)]
+		default:
+			return zero, false
+		}
+	}
+}
+
+// set returns a trie with key mapped to val.
+func (t trie[V]) set(ed *edit, key string, val V) trie[V] {
+	root := t.root
+	if root == nil {
+		root = &trieNode[V]{owner: ed}
+	}
+	root, added := root.set(ed, trieEntry[V]{key: key, val: val}, trieHash(key), 0, trieHash)
+	if added {
+		t.size++
+	}
+	t.root = root
+	return t
+}
+
+// del returns a trie without key, and whether key was present.
+func (t trie[V]) del(ed *edit, key string) (trie[V], bool) {
+	if t.root == nil {
+		return t, false
+	}
+	root, removed := t.root.del(ed, key, trieHash(key), 0)
+	if !removed {
+		return t, false
+	}
+	t.root = root
+	t.size--
+	return t, true
+}
+
+// each calls fn for every entry until fn returns false.
+func (t trie[V]) each(fn func(key string, val V) bool) {
+	if t.root != nil {
+		t.root.each(fn)
+	}
+}
+
+func (n *trieNode[V]) each(fn func(key string, val V) bool) bool {
+	for i := range n.data {
+		if !fn(n.data[i].key, n.data[i].val) {
+			return false
+		}
+	}
+	for _, c := range n.nodes {
+		if !c.each(fn) {
+			return false
+		}
+	}
+	return true
+}
+
+// slot is the dense index of bit in a bitmap.
+func slot(bitmap, bit uint32) int { return bits.OnesCount32(bitmap & (bit - 1)) }
+
+// editable returns n itself if ed owns it, else a copy that ed owns.
+func (n *trieNode[V]) editable(ed *edit) *trieNode[V] {
+	if n.owner == ed {
+		return n
+	}
+	m := &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed}
+	if len(n.data) > 0 {
+		m.data = make([]trieEntry[V], len(n.data), len(n.data)+1)
+		copy(m.data, n.data)
+	}
+	if len(n.nodes) > 0 {
+		m.nodes = slices.Clone(n.nodes)
+	}
+	return m
+}
+
+// set stores e, whose key hashes to h under hf, in the sub-trie at shift
+// rooted at n.
+func (n *trieNode[V]) set(ed *edit, e trieEntry[V], h uint64, shift uint, hf hasher) (*trieNode[V], bool) {
+	if shift >= hashWidth {
+		for i := range n.data {
+			if n.data[i].key == e.key {
+				m := n.editable(ed)
+				m.data[i] = e
+				return m, false
+			}
+		}
+		m := n.editable(ed)
+		m.data = append(m.data, e)
+		return m, true
+	}
+	bit := uint32(1) << ((h >> shift) & trieMask)
+	switch {
+	case n.dataMap&bit != 0:
+		i := slot(n.dataMap, bit)
+		if n.data[i].key == e.key {
+			m := n.editable(ed)
+			m.data[i] = e
+			return m, false
+		}
+		// Two keys share this slot: push both down into a sub-node.
+		sub := pair(ed, n.data[i], hf(n.data[i].key), e, h, shift+trieBits)
+		m := n.editable(ed)
+		m.data = slices.Delete(m.data, i, i+1)
+		m.dataMap &^= bit
+		m.nodes = slices.Insert(m.nodes, slot(m.nodeMap, bit), sub)
+		m.nodeMap |= bit
+		return m, true
+	case n.nodeMap&bit != 0:
+		j := slot(n.nodeMap, bit)
+		child := n.nodes[j]
+		c, added := child.set(ed, e, h, shift+trieBits, hf)
+		if c == child {
+			return n, added // changed in place: n is owned by ed as well
+		}
+		m := n.editable(ed)
+		m.nodes[j] = c
+		return m, added
+	default:
+		m := n.editable(ed)
+		m.data = slices.Insert(m.data, slot(m.dataMap, bit), e)
+		m.dataMap |= bit
+		return m, true
+	}
+}
+
+// pair builds the sub-node at shift holding entries a and b (with hashes ha
+// and hb).
+func pair[V any](ed *edit, a trieEntry[V], ha uint64, b trieEntry[V], hb uint64, shift uint) *trieNode[V] {
+	if shift >= hashWidth {
+		return &trieNode[V]{owner: ed, data: []trieEntry[V]{a, b}}
+	}
+	ia, ib := (ha>>shift)&trieMask, (hb>>shift)&trieMask
+	if ia == ib {
+		return &trieNode[V]{owner: ed, nodeMap: 1 << ia, nodes: []*trieNode[V]{pair(ed, a, ha, b, hb, shift+trieBits)}}
+	}
+	if ia > ib {
+		a, b = b, a
+	}
+	return &trieNode[V]{owner: ed, dataMap: 1<<ia | 1<<ib, data: []trieEntry[V]{a, b}}
+}
+
+func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode[V], bool) {
+	if shift >= hashWidth {
+		for i := range n.data {
+			if n.data[i].key == key {
+				m := n.editable(ed)
+				m.data = slices.Delete(m.data, i, i+1)
+				return m, true
+			}
+		}
+		return n, false
+	}
+	bit := uint32(1) << ((h >> shift) & trieMask)
+	switch {
+	case n.dataMap&bit != 0:
+		i := slot(n.dataMap, bit)
+		if n.data[i].key != key {
+			return n, false
+		}
+		m := n.editable(ed)
+		m.data = slices.Delete(m.data, i, i+1)
+		m.dataMap &^= bit
+		return m, true
+	case n.nodeMap&bit != 0:
+		j := slot(n.nodeMap, bit)
+		child := n.nodes[j]
+		c, removed := child.del(ed, key, h, shift+trieBits)
+		if !removed {
+			return n, false
+		}
+		if c.nodeMap == 0 && len(c.data) == 1 {
+			// Keep the trie canonical: a lone entry moves up into this node.
+			m := n.editable(ed)
+			m.nodes = slices.Delete(m.nodes, j, j+1)
+			m.nodeMap &^= bit
+			m.data = slices.Insert(m.data, slot(m.dataMap, bit), c.data[0])
+			m.dataMap |= bit
+			return m, true
+		}
+		if c == child {
+			return n, true
+		}
+		m := n.editable(ed)
+		m.nodes[j] = c
+		return m, true
+	default:
+		return n, false
+	}
+}

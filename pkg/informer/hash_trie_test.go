@@ -1,0 +1,155 @@
+package informer
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// trieContent returns the entries of t as a map, checking that each key
+// appears once and that Len agrees.
+func trieContent[V any](t *testing.T, tr trie[V]) map[string]V {
+	t.Helper()
+	out := map[string]V{}
+	tr.each(func(k string, v V) bool {
+		if _, dup := out[k]; dup {
+			t.Fatalf("key %q listed twice", k)
+		}
+		out[k] = v
+		return true
+	})
+	if len(out) != tr.Len() {
+		t.Fatalf("each listed %d entries, Len() = %d", len(out), tr.Len())
+	}
+	return out
+}
+
+// TestTrieMatchesMapAndOldVersionsNeverChange runs random sets and deletes
+// against a map; every published version must keep its content forever,
+// whatever is written after it. Reproduce with INFORMER_TEST_SEED=<seed>.
+func TestTrieMatchesMapAndOldVersionsNeverChange(t *testing.T) {
+	seed := testSeed(t)
+	t.Logf("seed %d (INFORMER_TEST_SEED=%d to reproduce)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+
+	type version struct {
+		tr   trie[int]
+		want map[string]int
+	}
+	var tr trie[int]
+	model := map[string]int{}
+	var kept []version
+	for i := range 5000 {
+		key := fmt.Sprintf("k%d", rng.IntN(700))
+		ed := &edit{}
+		if rng.IntN(3) == 0 {
+			var removed bool
+			tr, removed = tr.del(ed, key)
+			_, had := model[key]
+			if removed != had {
+				t.Fatalf("step %d: del(%s) removed=%v, model had it=%v", i, key, removed, had)
+			}
+			delete(model, key)
+		} else {
+			tr = tr.set(ed, key, i)
+			model[key] = i
+		}
+		if i%500 == 0 {
+			kept = append(kept, version{tr, maps.Clone(model)})
+		}
+	}
+	if got := trieContent(t, tr); !maps.Equal(got, model) {
+		t.Fatalf("final content differs from the model: %d vs %d entries", len(got), len(model))
+	}
+	for k, v := range model {
+		if got, ok := tr.get(k); !ok || got != v {
+			t.Fatalf("get(%s) = %d, %v; want %d", k, got, ok, v)
+		}
+	}
+	if _, ok := tr.get("absent"); ok {
+		t.Fatal("get of an absent key succeeded")
+	}
+	for i, v := range kept {
+		if got := trieContent(t, v.tr); !maps.Equal(got, v.want) {
+			t.Fatalf("version %d changed after later writes", i)
+		}
+	}
+}
+
+// TestTrieHandlesFullHashCollisions forces every key onto one hash, and
+// pairs of keys onto hashes that differ only in their last bits, so that
+// entries go down to collision nodes and come back up when deleted.
+func TestTrieHandlesFullHashCollisions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hf   hasher
+	}{
+		{"all equal", func(string) uint64 { return 42 }},
+		{"differ in the top bits only", func(k string) uint64 { return uint64(len(k)) << 60 }},
+		{"differ in the low bits only", func(k string) uint64 { return uint64(len(k) % 3) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := &trieNode[int]{}
+			keys := []string{"a", "bb", "ccc", "dddd", "eeeee", "ffffff", "g"}
+			for i, k := range keys {
+				var added bool
+				root, added = root.set(&edit{}, trieEntry[int]{key: k, val: i}, tc.hf(k), 0, tc.hf)
+				if !added {
+					t.Fatalf("set(%s) did not add", k)
+				}
+			}
+			root, _ = root.set(&edit{}, trieEntry[int]{key: "bb", val: 100}, tc.hf("bb"), 0, tc.hf)
+			for i, k := range keys {
+				want := i
+				if k == "bb" {
+					want = 100
+				}
+				if v, ok := root.get(k, tc.hf(k)); !ok || v != want {
+					t.Fatalf("get(%s) = %d, %v; want %d", k, v, ok, want)
+				}
+			}
+			if _, ok := root.get("zz", tc.hf("zz")); ok {
+				t.Fatal("found an absent key")
+			}
+			for _, k := range slices.Backward(keys) {
+				var removed bool
+				root, removed = root.del(&edit{}, k, tc.hf(k), 0)
+				if !removed {
+					t.Fatalf("del(%s) did not remove", k)
+				}
+				if _, ok := root.get(k, tc.hf(k)); ok {
+					t.Fatalf("%s still found after del", k)
+				}
+			}
+			if len(root.data) != 0 || len(root.nodes) != 0 {
+				t.Fatalf("root not empty after deleting everything: %d entries, %d nodes", len(root.data), len(root.nodes))
+			}
+		})
+	}
+}
+
+// TestTrieEditTokenMutatesOnlyItsOwnNodes: writes under one token change the
+// nodes that token created in place, and never a node published before.
+func TestTrieEditTokenMutatesOnlyItsOwnNodes(t *testing.T) {
+	var base trie[int]
+	ed := &edit{}
+	for i := range 100 {
+		base = base.set(ed, fmt.Sprintf("k%d", i), i)
+	}
+	before := trieContent(t, base)
+	batch := &edit{}
+	next := base
+	for i := range 100 {
+		next = next.set(batch, fmt.Sprintf("k%d", i), -i)
+	}
+	rootAfterFirst := next.root
+	next = next.set(batch, "k0", 7)
+	if next.root != rootAfterFirst {
+		t.Fatal("a second write under the same token copied its own root again")
+	}
+	if got := trieContent(t, base); !maps.Equal(got, before) {
+		t.Fatal("writes under a new token changed the published trie")
+	}
+}

@@ -1,0 +1,219 @@
+package informer
+
+import (
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// shardTable is the Indexer's content: one entry per stored key, in 2^bits
+// copy-on-write shards chosen by key hash, and the indexes, which file the
+// same entries. An entry is a stable cell holding the key's current record
+// (object and index values) behind an atomic pointer. Readers load shards,
+// indexes and records atomically and never lock. The single writer:
+//
+//   - updates a key by storing a new record in its entry: the shards do not
+//     change, and the indexes only if an index value changed;
+//   - adds or deletes a key by replacing its shard with a modified copy (a
+//     few entries), and refiling the entry in the indexes' persistent tries.
+//
+// So an update allocates one record, whatever the size of the store.
+//
+// A table is replaced as a whole (Replace, AddIndexers, growth); the writer
+// never changes a table's shards or indexes after publishing its successor.
+// Replace and AddIndexers also give the new table new entries, so a reader
+// holding an old table sees a frozen state whose records match the table's
+// index functions (growth keeps the entries, and the functions).
+type shardTable struct {
+	funcs  *indexFuncs
+	bits   uint8
+	shards []atomic.Pointer[shard]
+	// indices holds one persistent index per funcs.names entry.
+	indices atomic.Pointer[indexSet]
+	size    atomic.Int64
+	rv      atomic.Pointer[string]
+}
+
+// indexSet is an immutable set of indexes, aligned with indexFuncs.names:
+// indexed value → (key → entry). Buckets hold entries, so a write that does
+// not change an object's index values leaves the indexes alone, and ByIndex
+// reads each object without a second lookup.
+type indexSet struct {
+	byName []trie[bucket]
+}
+
+// bucket is the persistent set of the entries filed under one value.
+type bucket = trie[*entry]
+
+// entry is the cell of one stored key: its current record, nil once the key
+// is deleted (a deleted key gets a new entry if it comes back).
+type entry struct {
+	rec atomic.Pointer[record]
+}
+
+// shard is an immutable run of entries sorted by key.
+type shard struct {
+	entries []shardEntry
+}
+
+type shardEntry struct {
+	key string
+	e   *entry
+}
+
+// record is one stored object and, per index (aligned with indexFuncs.names),
+// the values it is filed under (nil: not filed, also after an error). It is
+// immutable; a write replaces it.
+type record struct {
+	obj  any
+	vals [][]string
+}
+
+// filed returns the values r is filed under in index i.
+func (r *record) filed(i int) []string {
+	if r == nil || r.vals == nil {
+		return nil
+	}
+	return r.vals[i]
+}
+
+// filedUnder reports whether r is filed under value in index i.
+func (r *record) filedUnder(i int, value string) bool {
+	return slices.Contains(r.filed(i), value)
+}
+
+const (
+	// shardTarget is the mean shard size above which the table doubles.
+	shardTarget  = 8
+	minShardBits = 4
+)
+
+var keySeed = maphash.MakeSeed()
+
+func keyHash(key string) uint64 { return maphash.String(keySeed, key) }
+
+// newShardTable returns an empty table sized for n objects.
+func newShardTable(funcs *indexFuncs, n int, rv string) *shardTable {
+	bits := uint8(minShardBits)
+	for n > shardTarget<<bits {
+		bits++
+	}
+	t := &shardTable{funcs: funcs, bits: bits, shards: make([]atomic.Pointer[shard], 1<<bits)}
+	empty := &shard{}
+	for i := range t.shards {
+		t.shards[i].Store(empty)
+	}
+	t.indices.Store(&indexSet{byName: make([]trie[bucket], len(funcs.names))})
+	t.rv.Store(&rv)
+	return t
+}
+
+// shardOf returns the shard slot of a key hash: its top bits.
+func (t *shardTable) shardOf(h uint64) *atomic.Pointer[shard] {
+	return &t.shards[h>>(64-t.bits)]
+}
+
+// get returns key's record, or nil.
+func (t *shardTable) get(key string) *record {
+	s := t.shardOf(keyHash(key)).Load()
+	if i, ok := s.search(key); ok {
+		return s.entries[i].e.rec.Load()
+	}
+	return nil
+}
+
+// each calls fn for every stored key and its record until fn returns false.
+func (t *shardTable) each(fn func(key string, r *record) bool) {
+	for i := range t.shards {
+		for _, se := range t.shards[i].Load().entries {
+			if r := se.e.rec.Load(); r != nil && !fn(se.key, r) {
+				return
+			}
+		}
+	}
+}
+
+// search returns the position of key in s, or where it would be inserted.
+func (s *shard) search(key string) (int, bool) {
+	return slices.BinarySearchFunc(s.entries, key, func(e shardEntry, k string) int { return strings.Compare(e.key, k) })
+}
+
+// with returns a copy of s with e inserted for key at position i (from
+// s.search(key), which did not find it).
+func (s *shard) with(i int, key string, e *entry) *shard {
+	out := make([]shardEntry, len(s.entries)+1)
+	copy(out, s.entries[:i])
+	out[i] = shardEntry{key: key, e: e}
+	copy(out[i+1:], s.entries[i:])
+	return &shard{entries: out}
+}
+
+// without returns a copy of s without entry i.
+func (s *shard) without(i int) *shard {
+	if len(s.entries) == 1 {
+		return &shard{}
+	}
+	out := make([]shardEntry, len(s.entries)-1)
+	copy(out, s.entries[:i])
+	copy(out[i:], s.entries[i+1:])
+	return &shard{entries: out}
+}
+
+// fill adds a key with a new entry holding rec to a table that no reader
+// sees yet, without copying shards; call sortShards when done.
+func (t *shardTable) fill(key string, rec *record) {
+	slot := t.shardOf(keyHash(key))
+	s := slot.Load()
+	if len(s.entries) == 0 {
+		s = &shard{}
+		slot.Store(s)
+	}
+	e := &entry{}
+	e.rec.Store(rec)
+	s.entries = append(s.entries, shardEntry{key: key, e: e})
+	t.size.Add(1)
+}
+
+// sortShards sorts every shard of a table filled with fill, keeping the last
+// entry of a duplicated key.
+func (t *shardTable) sortShards() {
+	for i := range t.shards {
+		s := t.shards[i].Load()
+		if len(s.entries) < 2 {
+			continue
+		}
+		slices.SortStableFunc(s.entries, func(a, b shardEntry) int { return strings.Compare(a.key, b.key) })
+		out := s.entries[:0]
+		for j, se := range s.entries {
+			if j+1 < len(s.entries) && s.entries[j+1].key == se.key {
+				continue
+			}
+			out = append(out, se)
+		}
+		t.size.Add(int64(len(out) - len(s.entries)))
+		s.entries = slices.Clip(out)
+	}
+}
+
+// grown returns a table with twice the shards and the same content, funcs,
+// indexes and RV. Only the writer calls it.
+func (t *shardTable) grown() *shardTable {
+	g := &shardTable{funcs: t.funcs, bits: t.bits + 1, shards: make([]atomic.Pointer[shard], 2<<t.bits)}
+	for i := range t.shards {
+		var lo, hi []shardEntry
+		for _, se := range t.shards[i].Load().entries {
+			if keyHash(se.key)>>(64-g.bits)&1 == 0 {
+				lo = append(lo, se)
+			} else {
+				hi = append(hi, se)
+			}
+		}
+		g.shards[2*i].Store(&shard{entries: lo})
+		g.shards[2*i+1].Store(&shard{entries: hi})
+	}
+	g.indices.Store(t.indices.Load())
+	g.size.Store(t.size.Load())
+	g.rv.Store(t.rv.Load())
+	return g
+}

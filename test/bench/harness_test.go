@@ -1,0 +1,240 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package bench
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+func TestLayoutOf20kPodsHas100PodsPerAppAndNode(t *testing.T) {
+	l := NewLayout(20_000)
+	if l.Namespaces != 20 || l.Apps != 200 || l.Nodes != 200 {
+		t.Fatalf("layout %+v, want 20 namespaces, 200 apps, 200 nodes", l)
+	}
+	perNode := map[string]int{}
+	perApp := map[string]int{}
+	perNamespace := map[string]int{}
+	keys := map[string]bool{}
+	for i := range l.Pods {
+		p := l.NewPod(i)
+		perNode[p.Spec.NodeName]++
+		perApp[p.Namespace+"/"+p.Labels["app"]]++
+		perNamespace[p.Namespace]++
+		keys[p.Namespace+"/"+p.Name] = true
+	}
+	if len(keys) != l.Pods {
+		t.Fatalf("%d distinct keys, want %d", len(keys), l.Pods)
+	}
+	if len(perNode) != 200 || perNode[l.NodeName(7)] != 100 || podsOfNode(l, 7) != 100 {
+		t.Errorf("nodes: %d, node 7 has %d (podsOfNode %d); want 200 nodes of 100", len(perNode),
+			perNode[l.NodeName(7)], podsOfNode(l, 7))
+	}
+	// An app lives in one namespace: 200 (namespace, app) pairs of 100 pods.
+	if len(perApp) != 200 || perApp[l.AppNamespace(7)+"/"+l.AppName(7)] != 100 || l.PodsOfApp(7) != 100 {
+		t.Errorf("apps: %d pairs, app 7 has %d; want 200 pairs of 100", len(perApp),
+			perApp[l.AppNamespace(7)+"/"+l.AppName(7)])
+	}
+	if len(perNamespace) != 20 || perNamespace[l.NamespaceName(3)] != 1000 || l.PodsPerNamespace(3) != 1000 {
+		t.Errorf("namespaces: %d, namespace 3 has %d (PodsPerNamespace %d); want 20 of 1000",
+			len(perNamespace), perNamespace[l.NamespaceName(3)], l.PodsPerNamespace(3))
+	}
+}
+
+func TestServerPodCarriesManagedFieldsAndDefaults(t *testing.T) {
+	p := NewLayout(100).ServerPod(5, "42")
+	if p.ResourceVersion != "42" || p.UID == "" || len(p.ManagedFields) != 1 ||
+		p.ManagedFields[0].Manager != FieldManager || len(p.ManagedFields[0].FieldsV1.Raw) < 500 {
+		t.Fatalf("server pod metadata %+v lacks rv, uid or managedFields", p.ObjectMeta)
+	}
+	c := p.Spec.Containers[0]
+	if len(c.Args) != 3 || len(c.Env) != 3 || len(c.Ports) != 1 || len(c.Resources.Requests) != 2 ||
+		c.ImagePullPolicy != corev1.PullIfNotPresent || p.Spec.SchedulerName != corev1.DefaultSchedulerName ||
+		len(p.Annotations) != 2 || len(p.Labels) != 3 || p.Spec.NodeName == "" {
+		t.Fatalf("server pod lacks the realistic body: %+v", p)
+	}
+}
+
+func TestMemoryListerWatcherPaginatesWithFreshPages(t *testing.T) {
+	pods := ServerPods(NewLayout(5))
+	lw := NewMemoryListerWatcher(pods, "9")
+	var names []string
+	opts := metav1.ListOptions{Limit: 2}
+	for pages := 1; ; pages++ {
+		obj, err := lw.List(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list := obj.(*corev1.PodList)
+		if list.ResourceVersion != "9" {
+			t.Fatalf("page rv %q, want 9", list.ResourceVersion)
+		}
+		for i := range list.Items {
+			if &list.Items[i] == &pods[len(names)] {
+				t.Fatal("page shares the served array")
+			}
+			names = append(names, list.Items[i].Name)
+		}
+		if list.Continue == "" {
+			if pages != 3 {
+				t.Fatalf("%d pages, want 3", pages)
+			}
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	if len(names) != 5 || names[4] != pods[4].Name {
+		t.Fatalf("listed %v, want the 5 pods in order", names)
+	}
+}
+
+func TestMemoryListerWatcherWatchDeliversSentEventsUntilStopped(t *testing.T) {
+	lw := NewMemoryListerWatcher(nil, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w, err := lw.Watch(metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := lw.NextWatch(ctx, 0)
+	if err != nil || opened != w {
+		t.Fatalf("NextWatch = %v, %v; want the opened watch", opened, err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	go func() { opened.Send(watch.Event{Type: watch.Added, Object: pod}) }()
+	if e := <-w.ResultChan(); e.Type != watch.Added || e.Object != pod {
+		t.Fatalf("received %v, want the sent ADDED", e)
+	}
+	w.Stop()
+	if opened.Send(watch.Event{Type: watch.Added, Object: pod}) {
+		t.Fatal("Send on a stopped watch reported delivery")
+	}
+}
+
+func TestMemoryAPIServesPagedListsAndWatchList(t *testing.T) {
+	l := NewLayout(7)
+	api, err := NewMemoryAPI(ServerPods(l), "8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := api.Config()
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 4 || list.Continue != "4" || list.ResourceVersion != "8" ||
+		len(list.Items[0].ManagedFields) != 1 {
+		t.Fatalf("first page: %d items, continue %q, rv %q", len(list.Items), list.Continue, list.ResourceVersion)
+	}
+	w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var added []string
+	for e := range w.ResultChan() {
+		if e.Type == watch.Bookmark {
+			p := e.Object.(*corev1.Pod)
+			if p.ResourceVersion != "8" || p.Annotations[metav1.InitialEventsAnnotationKey] != "true" {
+				t.Fatalf("bookmark %+v, want rv 8 and the initial-events-end annotation", p.ObjectMeta)
+			}
+			break
+		}
+		added = append(added, e.Object.(*corev1.Pod).Name)
+	}
+	if len(added) != 7 {
+		t.Fatalf("%d initial events before the bookmark, want 7", len(added))
+	}
+}
+
+// The workloads run end to end at tiny sizes with each contender; the figures are not
+// checked (tests never time anything), only that every one is produced.
+func TestPipelineWorkloadsProduceEveryFigure(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, c := range []Contender{Deltacache, ClientGo} {
+		for _, run := range []struct {
+			name string
+			figs []string
+			fn   func() (Values, error)
+		}{
+			{"sync", []string{FigPipeSync, FigPipeAllocs, FigPipeAllocBytes, FigPipeHeap},
+				func() (Values, error) { return MeasureSync(ctx, c, 300) }},
+			{"throughput", []string{FigThroughput},
+				func() (Values, error) { return MeasureThroughput(ctx, c, 50, 500) }},
+			{"stuck", []string{FigStuckFew, FigStuckMany},
+				func() (Values, error) { return MeasureStuckHandler(ctx, c, 50, 100, 500) }},
+			{"store", []string{FigWrites0, FigWrites10, FigReadLists},
+				func() (Values, error) { return MeasureStoreWrites(c, 100, 2, 20*time.Millisecond) }},
+		} {
+			v, err := run.fn()
+			if err != nil {
+				t.Fatalf("%s %s: %v", run.name, c, err)
+			}
+			for _, f := range run.figs {
+				if len(v[f]) != 1 {
+					t.Errorf("%s %s: figure %s has %d values, want 1", run.name, c, f, len(v[f]))
+				}
+			}
+		}
+	}
+	if _, err := NewPipelineInformer(ControllerRuntime, nil); err == nil {
+		t.Error("NewPipelineInformer accepted controller-runtime, which has no pipeline of its own")
+	}
+}
+
+func TestCacheWorkloadReadsEveryContenderOverTheMemoryAPI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l := NewLayout(400)
+	api, err := NewMemoryAPI(ServerPods(l), strconv.Itoa(l.Pods+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Contender{Deltacache, DeltacacheDefaults, ControllerRuntime, ControllerRuntimeStrip, ClientGo} {
+		v, err := CacheWorkload{Contender: c, Config: api.Config(), Mapper: api.Mapper(), Layout: l,
+			Reps: 2, OpTime: time.Millisecond, Seed: 1}.Run(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		for _, f := range []string{FigGet, FigListLabelNS, FigListLabel, FigListNode, FigListNS} {
+			if len(v[f]) != 2 {
+				t.Errorf("%s: figure %s has %d values, want 2", c, f, len(v[f]))
+			}
+		}
+		if got := v[FigListRequests][0] + v[FigWatchListRequests][0]; got < 1 {
+			t.Errorf("%s: no list or WatchList request counted", c)
+		}
+	}
+}

@@ -1,0 +1,283 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/deltacache/deltacache/pkg/informer"
+)
+
+// Figure IDs of the in-process pipeline workloads.
+const (
+	FigPipeSync       = "sync_s"
+	FigPipeAllocs     = "allocs_per_pod"
+	FigPipeAllocBytes = "alloc_bytes_per_pod"
+	FigPipeHeap       = "heap_bytes_per_pod"
+	FigThroughput     = "events_per_s"
+	FigStuckFew       = "stuck_mib_few"
+	FigStuckMany      = "stuck_mib_many"
+)
+
+// NewPipelineInformer returns contender's SharedIndexInformer for pods from lw, with the
+// namespace and label:app indexes: pkg/informer's for Deltacache, client-go's for
+// ClientGo. controller-runtime's cache runs client-go's informer, so it has no pipeline
+// of its own to measure.
+func NewPipelineInformer(c Contender, lw toolscache.ListerWatcher) (toolscache.SharedIndexInformer, error) {
+	switch c {
+	case Deltacache:
+		return informer.NewSharedIndexInformer(lw, &corev1.Pod{}, informer.Options{Indexers: PodIndexers()}), nil
+	case ClientGo:
+		return toolscache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, PodIndexers()), nil
+	default:
+		return nil, fmt.Errorf("contender %q has no informer pipeline of its own", c)
+	}
+}
+
+// ServerPods returns the pods of l as the API server returns them, pod i at
+// resourceVersion i+1, its Generation set to i (the workloads use it as the key's
+// index).
+func ServerPods(l Layout) []corev1.Pod {
+	pods := make([]corev1.Pod, l.Pods)
+	for i := range pods {
+		pods[i] = *l.ServerPod(i, strconv.Itoa(i+1))
+		pods[i].Generation = int64(i)
+	}
+	return pods
+}
+
+// MeasureSync runs contender's informer with one handler over n pods listed in pages
+// of 500 and reports the time until the handler has seen every pod (its registration
+// synced), the allocations during that time per pod (count and bytes), and the live
+// heap it added per pod. The pods exist before the measurement starts, so the figures
+// are the pipeline's own: list pages, queue, store, indexes, handler queue.
+func MeasureSync(ctx context.Context, c Contender, n int) (Values, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lw := NewMemoryListerWatcher(ServerPods(NewLayout(n)), strconv.Itoa(n+1))
+	before := LiveHeap()
+	start := time.Now()
+	inf, err := NewPipelineInformer(c, lw)
+	if err != nil {
+		return nil, err
+	}
+	var added atomic.Int64
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { added.Add(1) }})
+	if err != nil {
+		return nil, err
+	}
+	go inf.RunWithContext(ctx)
+	select {
+	case <-reg.HasSyncedChecker().Done():
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s did not sync: %w", c, ctx.Err())
+	}
+	elapsed := time.Since(start)
+	allocated := ReadMem()
+	after := LiveHeap()
+	if got := added.Load(); got != int64(n) {
+		return nil, fmt.Errorf("%s: handler saw %d adds at sync, want %d", c, got, n)
+	}
+	v := Values{}
+	v.add(FigPipeSync, elapsed.Seconds())
+	v.add(FigPipeAllocs, float64(allocated.Mallocs-before.Mallocs)/float64(n))
+	v.add(FigPipeAllocBytes, float64(allocated.TotalAlloc-before.TotalAlloc)/float64(n))
+	v.add(FigPipeHeap, HeapGrowth(before, after)/float64(n))
+	return v, nil
+}
+
+// eventSource is a synced informer over keys pods and the watch that feeds it updates.
+type eventSource struct {
+	pods  []corev1.Pod
+	inf   toolscache.SharedIndexInformer
+	watch *Watch
+	keys  int
+	sent  int
+}
+
+// startEventSource lists keys pods into contender's informer, with handler registered
+// first, and waits until the informer's store has synced (not the handler: it may be
+// stuck).
+func startEventSource(
+	ctx context.Context, c Contender, keys int, handler toolscache.ResourceEventHandler,
+) (*eventSource, error) {
+	pods := ServerPods(NewLayout(keys))
+	lw := NewMemoryListerWatcher(pods, strconv.Itoa(keys))
+	inf, err := NewPipelineInformer(c, lw)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := inf.AddEventHandler(handler); err != nil {
+		return nil, err
+	}
+	go inf.RunWithContext(ctx)
+	select {
+	case <-inf.HasSyncedChecker().Done():
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s did not sync: %w", c, ctx.Err())
+	}
+	w, err := lw.NextWatch(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &eventSource{pods: pods, inf: inf, watch: w, keys: keys}, nil
+}
+
+// resourceVersions returns the resourceVersions of events from..to-1 of a source with
+// keys pods: event j updates pod j mod keys at resourceVersion keys+1+j.
+func resourceVersions(keys, from, to int) []string {
+	rvs := make([]string, to-from)
+	for j := range rvs {
+		rvs[j] = strconv.Itoa(keys + 1 + from + j)
+	}
+	return rvs
+}
+
+// finalResourceVersions returns, per key, the resourceVersion of its last event among
+// the first events events.
+func finalResourceVersions(keys, events int) []string {
+	final := make([]string, keys)
+	for k := range final {
+		final[k] = strconv.Itoa(k + 1)
+	}
+	for j := max(0, events-keys); j < events; j++ {
+		final[j%keys] = strconv.Itoa(keys + 1 + j)
+	}
+	return final
+}
+
+// send delivers the next len(rvs) MODIFIED events. Each event carries a fresh shallow
+// copy of its pod (a decoder returns a new object per event).
+func (s *eventSource) send(rvs []string) error {
+	for _, rv := range rvs {
+		p := new(corev1.Pod)
+		*p = s.pods[s.sent%s.keys]
+		p.ResourceVersion = rv
+		if !s.watch.Send(watch.Event{Type: watch.Modified, Object: p}) {
+			return fmt.Errorf("watch stopped after %d events", s.sent)
+		}
+		s.sent++
+	}
+	return nil
+}
+
+// MeasureThroughput lists keys pods, then sends events updates over them (event j
+// updates pod j mod keys) through the watch, and reports events per second from the
+// first event sent until one handler has seen the last state of every key. Both
+// informers deliver every key's last state; deltacache's coalesces what the handler
+// has not taken yet.
+func MeasureThroughput(ctx context.Context, c Contender, keys, events int) (Values, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	final := finalResourceVersions(keys, events)
+	var reached atomic.Int64
+	done := make(chan struct{})
+	observe := func(obj any) {
+		p := obj.(*corev1.Pod)
+		if p.ResourceVersion == final[p.Generation] && reached.Add(1) == int64(keys) {
+			close(done)
+		}
+	}
+	src, err := startEventSource(ctx, c, keys, toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	rvs := resourceVersions(keys, 0, events)
+	start := time.Now()
+	sendErr := make(chan error, 1)
+	go func() { sendErr <- src.send(rvs) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: handler reached the last state of %d of %d keys: %w", c, reached.Load(), keys, ctx.Err())
+	}
+	elapsed := time.Since(start)
+	if err := <-sendErr; err != nil {
+		return nil, err
+	}
+	return Values{FigThroughput: {float64(events) / elapsed.Seconds()}}, nil
+}
+
+// MeasureStuckHandler lists keys pods into an informer whose only handler blocks on
+// its first notification, then sends few and later many events (in total) over the
+// keys, and reports the live heap added after each, in MiB, once the store holds the
+// last state of every key. That memory is what the informer holds for the stuck handler.
+func MeasureStuckHandler(ctx context.Context, c Contender, keys, few, many int) (Values, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	release := make(chan struct{})
+	defer close(release)
+	stuck := func() { <-release }
+	src, err := startEventSource(ctx, c, keys, toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { stuck() },
+		UpdateFunc: func(any, any) { stuck() },
+		DeleteFunc: func(any) { stuck() },
+	})
+	if err != nil {
+		return nil, err
+	}
+	base := LiveHeap()
+	v := Values{}
+	for _, step := range []struct {
+		id    string
+		total int
+	}{{FigStuckFew, few}, {FigStuckMany, many}} {
+		if err := src.send(resourceVersions(keys, src.sent, step.total)); err != nil {
+			return nil, err
+		}
+		if err := waitForStore(ctx, src.inf.GetIndexer(), finalResourceVersions(keys, step.total)); err != nil {
+			return nil, fmt.Errorf("%s: %w", c, err)
+		}
+		v.add(step.id, HeapGrowth(base, LiveHeap())/(1<<20))
+	}
+	return v, nil
+}
+
+// waitForStore polls until the store holds resourceVersion final[k] for pod k.
+func waitForStore(ctx context.Context, store toolscache.Indexer, final []string) error {
+	l := NewLayout(len(final))
+	keys := make([]string, len(final))
+	for k := range keys {
+		ns, name := l.Key(k)
+		keys[k] = ns + "/" + name
+	}
+	next := 0
+	err := pollUntil(ctx, 2*time.Millisecond, func() bool {
+		for ; next < len(keys); next++ {
+			obj, ok, _ := store.GetByKey(keys[next])
+			if !ok || obj.(*corev1.Pod).ResourceVersion != final[next] {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("store reached the last state of %d of %d keys: %w", next, len(keys), err)
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package bench
+
+import (
+	"fmt"
+	"time"
+)
+
+// Options sizes one `make bench` run.
+type Options struct {
+	// Runs is the number of rounds; every figure is the median over them.
+	Runs int
+	// APIPods is the number of pods of the API server workload.
+	APIPods int
+	// SeedWorkers is the number of concurrent pod creators.
+	SeedWorkers int
+	// SyncSmall and SyncLarge are the pod counts of the in-process initial syncs.
+	SyncSmall, SyncLarge int
+	// Keys is the number of distinct pods the event and store workloads update.
+	Keys int
+	// Events is the number of updates of the throughput and stuck-handler workloads;
+	// the stuck handler is also measured after Events/10.
+	Events int
+	// StoreReaders is the number of List goroutines of the store workload.
+	StoreReaders int
+	// StoreDuration is how long each store figure writes.
+	StoreDuration time.Duration
+	// ListPods is the number of pods of the in-process List workload.
+	ListPods int
+	// OpTime is the minimum time over which one read figure is averaged.
+	OpTime time.Duration
+	// Seed seeds the choice of keys and label values read.
+	Seed uint64
+}
+
+// DefaultOptions are the sizes of the issue: 5 runs, 20k pods on the API server, 10k
+// and 100k pods synced in process, 1M events over 10k keys, 10 List readers, Lists at
+// 100k pods.
+func DefaultOptions() Options {
+	return Options{
+		Runs: 5, APIPods: 20_000, SeedWorkers: 16,
+		SyncSmall: 10_000, SyncLarge: 100_000,
+		Keys: 10_000, Events: 1_000_000,
+		StoreReaders: 10, StoreDuration: 2 * time.Second,
+		ListPods: 100_000, OpTime: 300 * time.Millisecond, Seed: 1,
+	}
+}
+
+// QuickOptions are a development run of a few minutes: one run, a tenth of the sizes.
+func QuickOptions() Options {
+	return Options{
+		Runs: 1, APIPods: 2_000, SeedWorkers: 16,
+		SyncSmall: 1_000, SyncLarge: 10_000,
+		Keys: 1_000, Events: 100_000,
+		StoreReaders: 10, StoreDuration: 500 * time.Millisecond,
+		ListPods: 10_000, OpTime: 100 * time.Millisecond, Seed: 1,
+	}
+}
+
+// Figure describes one measured figure for the report.
+type Figure struct {
+	ID    string
+	Title string
+	Unit  string
+	// HigherIsBetter is true for rates, false for costs (time, memory).
+	HigherIsBetter bool
+}
+
+// Section is one table of the report: a workload, its contenders and figures.
+type Section struct {
+	ID          string
+	Title       string
+	Description string
+	Contenders  []Contender
+	Figures     []Figure
+}
+
+// Peers are the contenders deltacache's ratios are computed against, in column order.
+var Peers = []Contender{ControllerRuntime, ControllerRuntimeStrip, ClientGo}
+
+// Section IDs.
+const (
+	SectionAPIServer  = "apiserver"
+	SectionSyncSmall  = "sync-small"
+	SectionSyncLarge  = "sync-large"
+	SectionThroughput = "throughput"
+	SectionStore      = "store"
+	SectionStuck      = "stuck"
+	SectionMemoryAPI  = "memory-api"
+)
+
+func readFigures() []Figure {
+	return []Figure{
+		{FigGet, "Get by key", "µs", false},
+		{FigListLabelNS, "List by label app=<v> in its namespace", "µs", false},
+		{FigListLabel, "List by label app=<v>, all namespaces", "µs", false},
+		{FigListNode, "List by field index spec.nodeName", "µs", false},
+		{FigListNS, "List of a namespace", "µs", false},
+	}
+}
+
+func syncFigures() []Figure {
+	return []Figure{
+		{FigPipeSync, "Time to sync", "s", false},
+		{FigPipeAllocs, "Allocations per pod", "allocs", false},
+		{FigPipeAllocBytes, "Bytes allocated per pod", "B", false},
+		{FigPipeHeap, "Heap added per pod after sync", "B", false},
+	}
+}
+
+// Sections returns the report's sections for o.
+func (o Options) Sections() []Section {
+	pipeline := []Contender{Deltacache, ClientGo}
+	return []Section{
+		{
+			ID:    SectionAPIServer,
+			Title: fmt.Sprintf("A. Real API server: %d pods", o.APIPods),
+			Description: "Each contender in its own process against the same envtest kube-apiserver; " +
+				"sync is from Start to synced, heap is the live heap after GC minus the process's " +
+				"before the cache was built, per pod; peak RSS is VmHWM after sync; reads are means.",
+			Contenders: []Contender{Deltacache, DeltacacheDefaults, ControllerRuntime, ControllerRuntimeStrip, ClientGo},
+			Figures: append([]Figure{
+				{FigSync, "Time to sync", "s", false},
+				{FigHeapPerPod, "Heap in use after GC per pod", "B", false},
+				{FigPeakRSS, "Peak RSS", "MiB", false},
+			}, readFigures()...),
+		},
+		{
+			ID:    SectionSyncSmall,
+			Title: fmt.Sprintf("B1. In-process initial sync of %d pods", o.SyncSmall),
+			Description: "Paginated list (500 per page) → queue → store → one handler, until the handler " +
+				"has seen every pod.",
+			Contenders: pipeline,
+			Figures:    syncFigures(),
+		},
+		{
+			ID:          SectionSyncLarge,
+			Title:       fmt.Sprintf("B2. In-process initial sync of %d pods", o.SyncLarge),
+			Description: "As B1.",
+			Contenders:  pipeline,
+			Figures:     syncFigures(),
+		},
+		{
+			ID:          SectionThroughput,
+			Title:       fmt.Sprintf("B3. Throughput: %d updates over %d keys", o.Events, o.Keys),
+			Description: "Watch → queue → store → one handler, until the handler has seen the last state of every key.",
+			Contenders:  pipeline,
+			Figures:     []Figure{{FigThroughput, "Updates per second", "events/s", true}},
+		},
+		{
+			ID:    SectionStore,
+			Title: fmt.Sprintf("B4. Store writes over %d pods", o.Keys),
+			Description: fmt.Sprintf("One writer updating the Indexer, alone and with %d goroutines "+
+				"calling List in a loop.", o.StoreReaders),
+			Contenders: pipeline,
+			Figures: []Figure{
+				{FigWrites0, "Writes per second, no reader", "writes/s", true},
+				{FigWrites10, fmt.Sprintf("Writes per second, %d List readers", o.StoreReaders), "writes/s", true},
+				{FigReadLists, fmt.Sprintf("Lists per second of the %d readers", o.StoreReaders), "lists/s", true},
+			},
+		},
+		{
+			ID:          SectionStuck,
+			Title:       fmt.Sprintf("B5. Memory held for a stuck handler, %d keys", o.Keys),
+			Description: "Live heap added while the only handler blocks, once the store holds every key's last state.",
+			Contenders:  pipeline,
+			Figures: []Figure{
+				{FigStuckFew, fmt.Sprintf("Memory held after %d events", o.Events/10), "MiB", false},
+				{FigStuckMany, fmt.Sprintf("Memory held after %d events", o.Events), "MiB", false},
+			},
+		},
+		{
+			ID:    SectionMemoryAPI,
+			Title: fmt.Sprintf("B6. Reads at %d pods (in-memory API)", o.ListPods),
+			Description: "The caches filled through an in-process API (http.RoundTripper, no server); " +
+				"each figure repeated once per run in one process per contender.",
+			Contenders: []Contender{Deltacache, ControllerRuntime, ControllerRuntimeStrip, ClientGo},
+			Figures:    readFigures(),
+		},
+	}
+}

@@ -1,0 +1,125 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package bench
+
+import "fmt"
+
+// Target is one of the project's performance goals (issue "make bench"), stated as a
+// bound on a deltacache/peer ratio of one figure.
+type Target struct {
+	Goal    string
+	Section string
+	Figure  string
+	Peer    Contender
+	// Bound is the ratio's limit: at most Bound for a cost, at least Bound when AtLeast.
+	Bound   float64
+	AtLeast bool
+}
+
+// TargetResult is a Target evaluated on Results.
+type TargetResult struct {
+	Target
+	// Ratio is the measured deltacache/peer ratio (for the stuck-handler goal:
+	// deltacache's memory after many events / after few).
+	Ratio float64
+	// Measured is false when the figure is missing (section skipped).
+	Measured bool
+	Met      bool
+	// Detail explains the figure in words.
+	Detail string
+}
+
+// Targets are the goals of the issue.
+func Targets() []Target {
+	return []Target{
+		{"Sync time ≤ 0.8× client-go", SectionAPIServer, FigSync, ClientGo, 0.8, false},
+		{"Sync time ≤ 0.5× controller-runtime", SectionAPIServer, FigSync, ControllerRuntime, 0.5, false},
+		{"Heap per pod after sync ≤ 0.45× controller-runtime's default", SectionAPIServer, FigHeapPerPod,
+			ControllerRuntime, 0.45, false},
+		{"Peak RSS during sync ≤ 0.6× controller-runtime's default", SectionAPIServer, FigPeakRSS,
+			ControllerRuntime, 0.6, false},
+		{"List by label ≥ 100× faster than controller-runtime (in its namespace, as the demo lists)",
+			SectionAPIServer, FigListLabelNS, ControllerRuntime, 0.01, false},
+		{"List by label ≥ 100× faster than controller-runtime (all namespaces)",
+			SectionAPIServer, FigListLabel, ControllerRuntime, 0.01, false},
+		{"List by field index ≥ 10× faster than controller-runtime", SectionAPIServer, FigListNode,
+			ControllerRuntime, 0.1, false},
+		{"Store writes with 10 List readers ≥ 100× client-go's", SectionStore, FigWrites10, ClientGo, 100, true},
+		{"Stuck-handler memory bounded by the number of keys (does not grow from 10% to 100% of the events)",
+			SectionStuck, FigStuckMany, Deltacache, 1.5, false},
+		{"In-process pipeline throughput ≥ 2× client-go's", SectionThroughput, FigThroughput, ClientGo, 2, true},
+	}
+}
+
+// Evaluate computes every target on r.
+func Evaluate(r Results, targets []Target) []TargetResult {
+	out := make([]TargetResult, 0, len(targets))
+	for _, t := range targets {
+		res := TargetResult{Target: t}
+		if t.Section == SectionStuck {
+			res.Ratio, res.Measured = stuckGrowth(r, Deltacache)
+			if cg, ok := stuckGrowth(r, ClientGo); ok && res.Measured {
+				few, _ := r.Median(SectionStuck, FigStuckFew, Deltacache)
+				many, _ := r.Median(SectionStuck, FigStuckMany, Deltacache)
+				cgFew, _ := r.Median(SectionStuck, FigStuckFew, ClientGo)
+				cgMany, _ := r.Median(SectionStuck, FigStuckMany, ClientGo)
+				res.Detail = fmt.Sprintf("deltacache %.3g → %.3g MiB (×%.2f); client-go %.3g → %.3g MiB (×%.2f)",
+					few, many, res.Ratio, cgFew, cgMany, cg)
+			}
+		} else {
+			res.Ratio, res.Measured = r.Ratio(t.Section, t.Figure, Deltacache, t.Peer)
+			if res.Measured {
+				res.Detail = "deltacache is " + DescribeRatio(res.Ratio, t.AtLeast)
+			}
+		}
+		if res.Measured {
+			if t.AtLeast {
+				res.Met = res.Ratio >= t.Bound
+			} else {
+				res.Met = res.Ratio <= t.Bound
+			}
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// stuckGrowth is the median over runs of memory after many events / after few.
+func stuckGrowth(r Results, c Contender) (float64, bool) {
+	few, many := r.Values(SectionStuck, FigStuckFew, c), r.Values(SectionStuck, FigStuckMany, c)
+	n := min(len(few), len(many))
+	ratios := make([]float64, 0, n)
+	for i := range n {
+		if few[i] > 0 {
+			ratios = append(ratios, many[i]/few[i])
+		}
+	}
+	return Median(ratios)
+}
+
+// DescribeRatio renders a deltacache/peer ratio as "3.2× better" or "1.5× worse".
+func DescribeRatio(ratio float64, higherIsBetter bool) string {
+	adv := Advantage(ratio, higherIsBetter)
+	switch {
+	case adv == 0:
+		return "not comparable"
+	case adv >= 1:
+		return fmt.Sprintf("%.3g× better", adv)
+	default:
+		return fmt.Sprintf("%.3g× worse", 1/adv)
+	}
+}
