@@ -80,7 +80,7 @@ test-e2e: manifests generate fmt vet envtest build ## Run the end-to-end suite: 
 bench: envtest $(LOCALBIN) ## Benchmark deltacache against its peers; writes docs/benchmarks.md (BENCH_QUICK=1: quick run).
 	go build -o "$(LOCALBIN)/bench" ./test/bench/cmd
 	@assets="$$(bash hack/envtest-binaries.sh "$(LOCALBIN)")"; \
-	KUBEBUILDER_ASSETS="$$assets" "$(LOCALBIN)/bench" $(if $(BENCH_QUICK),-quick) -raw "$(LOCALBIN)/bench-raw.json" \
+	KUBEBUILDER_ASSETS="$$assets" "$(LOCALBIN)/bench" $(if $(BENCH_QUICK),-quick) \
 		-command "make bench$(if $(BENCH_QUICK), BENCH_QUICK=1)$(if $(BENCH_ARGS), BENCH_ARGS='$(BENCH_ARGS)')" $(BENCH_ARGS)
 
 .PHONY: lint

@@ -409,7 +409,7 @@ func namespaceCases() []conformanceCase {
 			name: "AllNamespaces entry and overlapping namespaces give no duplicates",
 			opts: func(f *conformanceFixture) crcache.Options {
 				return crcache.Options{DefaultNamespaces: map[string]crcache.Config{
-					f.ns1:                {LabelSelector: labels.SelectorFromSet(labels.Set{"app": f.web})},
+					f.ns1:                 {LabelSelector: labels.SelectorFromSet(labels.Set{"app": f.web})},
 					crcache.AllNamespaces: {},
 				}}
 			},

@@ -41,5 +41,52 @@ limitations under the License.
 //
 // Every cache.Options field of controller-runtime v0.25 is honoured with controller-runtime's
 // precedence (ByObject → DefaultNamespaces[namespace] → Default*), except NewInformer,
-// which New rejects with an error: deltacache supplies its own informers.
+// which New rejects with an error: deltacache supplies its own informers. The
+// conformance suite (conformance_test.go) runs the same cases against
+// controller-runtime's cache.New and this package's New in envtest; the deliberate
+// differences are named there (a per-call UnsafeDisableDeepCopy(false) deep-copies,
+// GetInformerForKind serves kinds missing from the Scheme as unstructured).
+//
+// # Errors are surfaced, not waited out
+//
+// A kind the RESTMapper does not know (a CRD that is not installed) is a
+// *meta.NoKindMatchError from Get, List, GetInformer and IndexField, at once; nothing
+// is remembered, so the first call after the CRD is installed creates the informer
+// (controller-runtime's dynamic RESTMapper re-discovers the group on a miss). An
+// informer whose list or watch fails with an error that retrying will not fix
+// (Forbidden, Unauthorized, a resource that is no longer served) makes a blocking read
+// return that error promptly, and WaitForCacheSync return false once every informer
+// that has not synced is in that state; SyncError(gvk) and SyncErrors return the
+// errors (WithWaitThroughSyncErrors restores controller-runtime's waiting). Each failed
+// attempt is logged once, when its retry is scheduled, with the delay; WithBackoff sets
+// the delays.
+//
+// # Read your writes
+//
+// The cache implements cacheapi.Informers, so controller-runtime's
+// client.CacheOptions.EnableReadYourWritesConsistency works with it. For one object,
+// WaitForResourceVersion(ctx, obj) waits until the cache holds obj at the
+// resourceVersion a write returned (or a newer one), and WaitForDeletion(ctx, obj)
+// until it no longer holds it.
+//
+// # Lean by default
+//
+// Built-in kinds travel as protobuf (the typed REST clients ask for
+// application/vnd.kubernetes.protobuf unless the rest.Config sets a ContentType);
+// CRDs travel as JSON. Before an object is stored, after the user's transform (which
+// runs once per received object), metadata.managedFields are stripped
+// (WithKeepManagedFields keeps them) and repeated metadata strings — namespace,
+// generateName, label keys and values, annotation keys, owner references — are
+// interned in a bounded table shared by the cache's informers (WithoutStringInterning
+// turns that off). BenchmarkStoredPodHeap10k measures the heap a cached pod holds.
+//
+// # Safe zero-copy
+//
+// Reads with UnsafeDisableDeepCopy (per call, ByObject or DefaultUnsafeDisableDeepCopy)
+// and event handlers receive the cached objects themselves. The mutation detector
+// (WithMutationDetector, or DELTACACHE_MUTATION_DETECTOR=true in the environment) is a
+// test-mode check that keeps a deep copy of every stored object version and reports a
+// *MutationError, with a diff of the fields that changed, when a cached object no
+// longer equals its copy: on the next read of it, when a newer version arrives,
+// periodically, and on CheckMutations.
 package cache

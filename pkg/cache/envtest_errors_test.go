@@ -40,10 +40,9 @@ import (
 	"github.com/deltacache/deltacache/pkg/informer"
 )
 
-// gadgetGVK is a CRD that TestEnvtestKindWithoutCRD... installs itself, mid-test.
-var gadgetGVK = schema.GroupVersionKind{Group: "late.deltacache.io", Version: "v1", Kind: "Gadget"}
-
-func gadgetCRD() *apiextensionsv1.CustomResourceDefinition {
+// gadgetCRD is the CRD of gadgetGVK, which TestEnvtestKindWithoutCRD... installs
+// mid-test. Its group is new on every run, so that no RESTMapper has seen it.
+func gadgetCRD(gadgetGVK schema.GroupVersionKind) *apiextensionsv1.CustomResourceDefinition {
 	crd := widgetCRD()
 	crd.Name = "gadgets." + gadgetGVK.Group
 	crd.Spec.Group = gadgetGVK.Group
@@ -65,6 +64,7 @@ func assertNoKindMatch(t *testing.T, what string, err error, gvk schema.GroupVer
 func TestEnvtestKindWithoutCRDIsNoKindMatchUntilTheCRDIsInstalled(t *testing.T) {
 	requireEnv(t)
 	ns := createNamespace(t, "latecrd")
+	gadgetGVK := schema.GroupVersionKind{Group: ns + ".deltacache.io", Version: "v1", Kind: "Gadget"}
 	c := startEnvCache(t, crcache.Options{})
 	ctx := envCtx(t)
 
@@ -90,7 +90,7 @@ func TestEnvtestKindWithoutCRDIsNoKindMatchUntilTheCRDIsInstalled(t *testing.T) 
 		t.Errorf("SyncErrors() = %v, want empty", errs)
 	}
 
-	installOpts := envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{gadgetCRD()}}
+	installOpts := envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{gadgetCRD(gadgetGVK)}}
 	if _, err := envtest.InstallCRDs(cfg, installOpts); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ limitations under the License.
 package cache
 
 import (
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,8 +85,9 @@ func (t *internTable) size() int {
 
 // internObject replaces the repeated metadata strings of obj by their shared copies:
 // namespace, generateName, label keys and values, annotation keys (values are often
-// large and unique), and the apiVersion, kind and name of owner references. Maps are
-// rebuilt (a map's keys cannot be replaced in place); obj must not be shared yet.
+// large and unique), and the apiVersion, kind and name of owner references. Maps and
+// the owner references are replaced by new ones (a map's keys cannot be replaced in
+// place), so whatever obj shared them with is left alone.
 func (t *internTable) internObject(obj metav1.Object) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -110,6 +112,7 @@ func (t *internTable) internObject(obj metav1.Object) {
 		obj.SetAnnotations(interned)
 	}
 	if refs := obj.GetOwnerReferences(); len(refs) > 0 {
+		refs = slices.Clone(refs) // a typed object returns its own slice
 		for i := range refs {
 			refs[i].APIVersion = t.internLocked(refs[i].APIVersion)
 			refs[i].Kind = t.internLocked(refs[i].Kind)

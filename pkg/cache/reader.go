@@ -161,7 +161,7 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	}
 	c.stats.record(gvk, plan.path)
 
-	var items []runtime.Object
+	var items []listItem
 	limit := listOpts.Limit
 	for _, s := range scopes {
 		candidates, err := plan.candidates(s.indexer, listOpts.Namespace)
@@ -170,7 +170,7 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 		}
 		copyItems := !disableDeepCopy(s.scope.unsafeDisableDeepCopy, listOpts.UnsafeDisableDeepCopy)
 		if items == nil {
-			items = make([]runtime.Object, 0, len(candidates))
+			items = make([]listItem, 0, len(candidates))
 		}
 		for _, candidate := range candidates {
 			if limit > 0 && int64(len(items)) >= limit {
@@ -194,17 +194,10 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 					s.detector.check(key, obj)
 				}
 			}
-			if copyItems {
-				obj = obj.DeepCopyObject()
-				obj.GetObjectKind().SetGroupVersionKind(gvk)
-			}
-			items = append(items, obj)
+			items = append(items, listItem{obj: obj, copy: copyItems})
 		}
 	}
-	if items == nil {
-		items = []runtime.Object{}
-	}
-	if err := apimeta.SetList(list, items); err != nil {
+	if err := setListItems(list, items, gvk); err != nil {
 		return err
 	}
 	list.SetContinue("continue-not-supported")

@@ -73,8 +73,8 @@ func TestWaitForCacheSyncReturnsFalseOnceEveryUnsyncedInformerIsForbidden(t *tes
 		t.Errorf("SyncError(Pod) = %v, want Forbidden", err)
 	}
 	var lwe *informer.ListWatchError
-	if err := c.SyncError(gvkPod); !errors.As(err, &lwe) || lwe.Reason != informer.ReasonForbidden || lwe.Op != "list" {
-		t.Errorf("SyncError(Pod) = %#v, want a list ListWatchError with reason Forbidden", err)
+	if err := c.SyncError(gvkPod); !errors.As(err, &lwe) || lwe.Reason != informer.ReasonForbidden || lwe.Name != "Pod.v1" {
+		t.Errorf("SyncError(Pod) = %#v, want the Pod.v1 informer's ListWatchError with reason Forbidden", err)
 	}
 	if err := c.SyncError(gvkConfigMap); err != nil {
 		t.Errorf("SyncError(ConfigMap) = %v, want nil (synced)", err)
@@ -230,9 +230,10 @@ func TestForbiddenListIsLoggedOncePerBackoffStepNotPerRead(t *testing.T) {
 
 	// The Reflector sleeps on the fake clock between attempts (its only timer while
 	// the list fails), so an attempt happens exactly when the clock passes its delay.
+	// An attempt may send more than one request (a WatchList, then a LIST).
 	sleeping := func() bool { return fc.Waiters() == 1 }
-	waitUntil(t, "the first list", func() bool { return api.listCallsOf(gvkPod) == 1 })
-	waitUntil(t, "the first backoff", sleeping)
+	waitUntil(t, "the first failure", func() bool { return len(failed()) == 1 && sleeping() })
+	perAttempt := api.listCallsOf(gvkPod)
 
 	// Reads and sync waits while the informer is failing do not log list errors.
 	ctx := testCtx(t)
@@ -246,8 +247,8 @@ func TestForbiddenListIsLoggedOncePerBackoffStepNotPerRead(t *testing.T) {
 			t.Fatal("WaitForCacheSync returned true")
 		}
 	}
-	if got := api.listCallsOf(gvkPod); got != 1 {
-		t.Fatalf("list calls before the first delay elapsed = %d, want 1", got)
+	if got := api.listCallsOf(gvkPod); got != perAttempt {
+		t.Fatalf("requests before the first delay elapsed = %d, want %d (one attempt)", got, perAttempt)
 	}
 	if got := failed(); len(got) != 1 || !strings.Contains(got[0], `"retryIn"="1s"`) {
 		t.Fatalf("list failure lines after one attempt = %q, want one with retryIn 1s", got)
@@ -260,11 +261,13 @@ func TestForbiddenListIsLoggedOncePerBackoffStepNotPerRead(t *testing.T) {
 	for step, delay := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
 		fc.Step(delay)
 		attempts := step + 2
-		waitUntil(t, fmt.Sprintf("attempt %d", attempts), func() bool { return api.listCallsOf(gvkPod) == attempts })
-		waitUntil(t, fmt.Sprintf("backoff %d", attempts), sleeping)
+		waitUntil(t, fmt.Sprintf("failure %d", attempts), func() bool { return len(failed()) >= attempts && sleeping() })
 		got := failed()
 		if len(got) != attempts {
 			t.Fatalf("after %d attempts: %d list failure lines: %q", attempts, len(got), got)
+		}
+		if calls := api.listCallsOf(gvkPod); calls != attempts*perAttempt {
+			t.Errorf("after %d attempts: %d requests, want %d", attempts, calls, attempts*perAttempt)
 		}
 		if want := fmt.Sprintf(`"retryIn"="%s"`, 2*delay); !strings.Contains(got[attempts-1], want) {
 			t.Errorf("line %d = %s, want %s", attempts, got[attempts-1], want)

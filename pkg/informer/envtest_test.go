@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,11 +162,16 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 
-// seedNamespace creates namespace ns with n ConfigMaps and returns the
-// server's view: key → resourceVersion.
-func seedNamespace(t *testing.T, cs kubernetes.Interface, ns string, n int) map[string]string {
+// namespaces counts the namespaces made, so that repeated runs (-count)
+// against one control plane get fresh ones.
+var namespaces atomic.Int64
+
+// seedNamespace creates a namespace named after prefix with n ConfigMaps and
+// returns its name and the server's view: key → resourceVersion.
+func seedNamespace(t *testing.T, cs kubernetes.Interface, prefix string, n int) (string, map[string]string) {
 	t.Helper()
 	ctx := context.Background()
+	ns := fmt.Sprintf("%s-%d", prefix, namespaces.Add(1))
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +181,7 @@ func seedNamespace(t *testing.T, cs kubernetes.Interface, ns string, n int) map[
 			t.Fatal(err)
 		}
 	}
-	return serverState(t, cs, ns)
+	return ns, serverState(t, cs, ns)
 }
 
 func serverState(t *testing.T, cs kubernetes.Interface, ns string) map[string]string {
@@ -264,8 +270,7 @@ func eventuallyState(t *testing.T, what string, get func() map[string]string, wa
 func TestEnvtestTypedRESTAdapterStreamsInitialListOverProtobuf(t *testing.T) {
 	cfg := requireAPIServer(t)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	ns := "informer-typed"
-	want := seedNamespace(t, cs, ns, 120)
+	ns, want := seedNamespace(t, cs, "informer-typed", 120)
 
 	types := &contentTypes{}
 	rc := rest.CopyConfig(cfg)
@@ -310,8 +315,7 @@ func TestEnvtestTypedRESTAdapterStreamsInitialListOverProtobuf(t *testing.T) {
 func TestEnvtestMetadataAdapterStreamsInitialListWithGVK(t *testing.T) {
 	cfg := requireAPIServer(t)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	ns := "informer-metadata"
-	want := seedNamespace(t, cs, ns, 60)
+	ns, want := seedNamespace(t, cs, "informer-metadata", 60)
 
 	lw := &recordingLW{ListWatch: informer.NewMetadataListWatch(metadata.NewForConfigOrDie(cfg), configMapsGVR, configMapGVK, true,
 		informer.ListWatchOptions{Namespace: ns, AllowWatchBookmarks: true})}
@@ -327,8 +331,7 @@ func TestEnvtestMetadataAdapterStreamsInitialListWithGVK(t *testing.T) {
 func TestEnvtestDynamicAdapterStreamsInitialList(t *testing.T) {
 	cfg := requireAPIServer(t)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	ns := "informer-dynamic"
-	want := seedNamespace(t, cs, ns, 30)
+	ns, want := seedNamespace(t, cs, "informer-dynamic", 30)
 
 	lw := &recordingLW{ListWatch: informer.NewDynamicListWatch(dynamic.NewForConfigOrDie(cfg), configMapsGVR, true,
 		informer.ListWatchOptions{Namespace: ns, AllowWatchBookmarks: true})}
@@ -344,8 +347,7 @@ func TestEnvtestDynamicAdapterStreamsInitialList(t *testing.T) {
 func TestEnvtestWithoutBookmarksListsInsteadOfStreaming(t *testing.T) {
 	cfg := requireAPIServer(t)
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	ns := "informer-nobookmarks"
-	want := seedNamespace(t, cs, ns, 10)
+	ns, want := seedNamespace(t, cs, "informer-nobookmarks", 10)
 
 	lw := &recordingLW{ListWatch: informer.NewDynamicListWatch(dynamic.NewForConfigOrDie(cfg), configMapsGVR, true,
 		informer.ListWatchOptions{Namespace: ns, AllowWatchBookmarks: false})}

@@ -8,7 +8,7 @@ import (
 
 // trie is a persistent (immutable) map from string keys to V: a compressed
 // hash-array mapped prefix tree (CHAMP; Steindorfer and Vinju, OOPSLA 2015),
-// the structure behind the Indexer's lock-free snapshots.
+// the structure of the Indexer's indexes (see shardTable).
 //
 // A trie value is never modified once published: set and del return a new
 // trie that shares every untouched node with the old one and copies the path

@@ -247,11 +247,11 @@ func TestRESTListWatchStreamsInitialListWithWatchListParameters(t *testing.T) {
 	}
 	lw := NewRESTListWatch(client, "pods", true, scheme.ParameterCodec, ListWatchOptions{Namespace: "ns1", AllowWatchBookmarks: true})
 	run := runReflector(t, lw, ReflectorOptions{})
-	eventually(t, 10*time.Second, "streamed list installed", func() bool {
-		st, ok := run.r.LastListStats()
-		return ok && st.WatchList
-	})
+	eventually(t, 10*time.Second, "streamed list installed", func() bool { return len(run.store.all()) > 0 })
 	equalStrings(t, "store", run.store.all(), []string{"replace [ns1/p1@3 ns1/p2@7] rv=9"})
+	if st, ok := run.r.LastListStats(); !ok || !st.WatchList {
+		t.Fatalf("LastListStats = %+v, want a streamed list", st)
+	}
 	q := srv.query(0)
 	for k, v := range map[string]string{
 		"watch": "true", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
@@ -313,10 +313,10 @@ func TestMetadataListWatchStampsGVKOnStreamedInitialEvents(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, 5*time.Second, "streamed list installed", func() bool {
-		st, ok := r.LastListStats()
-		return ok && st.WatchList && st.ResourceVersion == "4"
-	})
+	eventually(t, 5*time.Second, "streamed list installed", func() bool { return store.replaced() != nil })
+	if st, ok := r.LastListStats(); !ok || !st.WatchList || st.ResourceVersion != "4" {
+		t.Fatalf("LastListStats = %+v, want a streamed list at RV 4", st)
+	}
 	objs := store.replaced()
 	if len(objs) != 1 {
 		t.Fatalf("replaced %d objects, want 1", len(objs))

@@ -111,7 +111,8 @@ type ListStats struct {
 //
 // Error handling (client-go's classes, with these choices):
 //   - 410 Expired/Gone or "too large resource version", on list or watch:
-//     relist at RV "" without delay (with backoff if it repeats at once).
+//     relist at RV "" without delay, at most once a minute: a repeat within
+//     the minute waits for the backoff (no tight relist loop).
 //   - a continue token expiring mid-list: the partial list is discarded and
 //     one unpaginated consistent LIST is made; the store never sees a
 //     partial list.
@@ -248,11 +249,14 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 			return nil
 		}
 		lwe := r.report(ctx, classify(r.name, "watchlist", err))
-		if watchListRefused(lwe) {
+		switch {
+		case watchListRefused(lwe):
 			r.watchListOff = lwe.Reason
-			r.logger(ctx).Info("streaming list unavailable; using LIST from now on", "reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
-		} else {
-			r.logger(ctx).Info("streaming list failed; falling back to LIST", "reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
+			r.logger(ctx).Info("streaming list unavailable; using LIST from now on",
+				"reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
+		default:
+			r.logger(ctx).Info("streaming list failed; falling back to LIST",
+				"reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
 		}
 	}
 	if err := r.list(ctx); err != nil {
@@ -343,16 +347,18 @@ func (r *Reflector) install(ctx context.Context, op string, items []any, rv stri
 		return &ListWatchError{Name: r.name, Op: op, Reason: ReasonStaleList,
 			Err: fmt.Errorf("list at resourceVersion %s is older than the applied resourceVersion %s", rv, applied)}
 	}
-	if err := r.store.Replace(items, rv); err != nil {
-		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
-	}
-	r.opts.metrics.listInstalled(stats)
+	// Recorded before the store gets the list: once it has, the informer can
+	// sync at any moment, and whoever looks then must find these stats.
 	r.mu.Lock()
 	r.lastRV = rv
 	r.lastErr = nil
 	r.lastList = stats
 	r.listCount++
 	r.mu.Unlock()
+	if err := r.store.Replace(items, rv); err != nil {
+		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
+	}
+	r.opts.metrics.listInstalled(stats)
 	return nil
 }
 

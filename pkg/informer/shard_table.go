@@ -52,14 +52,15 @@ type entry struct {
 	rec atomic.Pointer[record]
 }
 
-// shard is an immutable run of entries sorted by key.
+// shard is an immutable run of entries (a few, in no particular order).
 type shard struct {
 	entries []shardEntry
 }
 
 type shardEntry struct {
-	key string
-	e   *entry
+	hash uint64 // keyHash(key): compared before the key
+	key  string
+	e    *entry
 }
 
 // record is one stored object and, per index (aligned with indexFuncs.names),
@@ -116,8 +117,9 @@ func (t *shardTable) shardOf(h uint64) *atomic.Pointer[shard] {
 
 // get returns key's record, or nil.
 func (t *shardTable) get(key string) *record {
-	s := t.shardOf(keyHash(key)).Load()
-	if i, ok := s.search(key); ok {
+	h := keyHash(key)
+	s := t.shardOf(h).Load()
+	if i, ok := s.search(h, key); ok {
 		return s.entries[i].e.rec.Load()
 	}
 	return nil
@@ -134,18 +136,23 @@ func (t *shardTable) each(fn func(key string, r *record) bool) {
 	}
 }
 
-// search returns the position of key in s, or where it would be inserted.
-func (s *shard) search(key string) (int, bool) {
-	return slices.BinarySearchFunc(s.entries, key, func(e shardEntry, k string) int { return strings.Compare(e.key, k) })
+// search returns the position of key, whose hash is h, in s. Shards are
+// short: a linear scan comparing hashes beats a binary search of strings.
+func (s *shard) search(h uint64, key string) (int, bool) {
+	for i := range s.entries {
+		if s.entries[i].hash == h && s.entries[i].key == key {
+			return i, true
+		}
+	}
+	return -1, false
 }
 
-// with returns a copy of s with e inserted for key at position i (from
-// s.search(key), which did not find it).
-func (s *shard) with(i int, key string, e *entry) *shard {
+// with returns a copy of s with e added for key, whose hash is h (s does not
+// hold key).
+func (s *shard) with(h uint64, key string, e *entry) *shard {
 	out := make([]shardEntry, len(s.entries)+1)
-	copy(out, s.entries[:i])
-	out[i] = shardEntry{key: key, e: e}
-	copy(out[i+1:], s.entries[i:])
+	copy(out, s.entries)
+	out[len(s.entries)] = shardEntry{hash: h, key: key, e: e}
 	return &shard{entries: out}
 }
 
@@ -163,7 +170,8 @@ func (s *shard) without(i int) *shard {
 // fill adds a key with a new entry holding rec to a table that no reader
 // sees yet, without copying shards; call sortShards when done.
 func (t *shardTable) fill(key string, rec *record) {
-	slot := t.shardOf(keyHash(key))
+	h := keyHash(key)
+	slot := t.shardOf(h)
 	s := slot.Load()
 	if len(s.entries) == 0 {
 		s = &shard{}
@@ -171,12 +179,12 @@ func (t *shardTable) fill(key string, rec *record) {
 	}
 	e := &entry{}
 	e.rec.Store(rec)
-	s.entries = append(s.entries, shardEntry{key: key, e: e})
+	s.entries = append(s.entries, shardEntry{hash: h, key: key, e: e})
 	t.size.Add(1)
 }
 
-// sortShards sorts every shard of a table filled with fill, keeping the last
-// entry of a duplicated key.
+// sortShards sorts every shard of a table filled with fill by key, keeping
+// the last entry of a duplicated key.
 func (t *shardTable) sortShards() {
 	for i := range t.shards {
 		s := t.shards[i].Load()
@@ -203,7 +211,7 @@ func (t *shardTable) grown() *shardTable {
 	for i := range t.shards {
 		var lo, hi []shardEntry
 		for _, se := range t.shards[i].Load().entries {
-			if keyHash(se.key)>>(64-g.bits)&1 == 0 {
+			if se.hash>>(64-g.bits)&1 == 0 {
 				lo = append(lo, se)
 			} else {
 				hi = append(hi, se)

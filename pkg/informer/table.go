@@ -1,7 +1,7 @@
 package informer
 
-// table is a dense key → object map: List copies one slice under the read
-// lock instead of iterating a map, so readers hold the lock for microseconds.
+// table is a dense key → object map, used by one goroutine: it collects the
+// objects of a WatchList stream in arrival order until the stream's end.
 type table struct {
 	pos  map[string]int
 	keys []string

@@ -39,8 +39,8 @@ func (r *Reflector) useWatchList() bool {
 // feature gate is off answers 422 "sendInitialEvents is forbidden"), or the
 // initial-events-end bookmark did not come within the WatchListTimeout (a
 // server that ignores sendInitialEvents, or bookmarks dropped on the way).
-// Other failures (transport, 5xx, a stream closed early) only make that one
-// attempt fall back to LIST; the next relist streams again, as in client-go.
+// Other failures (403, 404, transport, 5xx, a stream closed early) make that
+// one attempt fall back to LIST; the next relist streams again (client-go).
 func watchListRefused(err *ListWatchError) bool {
 	return err.Reason == ReasonWatchListTimeout || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 }

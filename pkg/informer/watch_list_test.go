@@ -121,11 +121,11 @@ func TestWatchListTransientFailureFallsBackOnceThenStreamsAgain(t *testing.T) {
 	}
 	f.Compact()
 	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 4)[3:4]), []string{`watch rv="" sendInitialEvents`})
-	eventually(t, 5*time.Second, "streamed relist installed", func() bool {
-		st, ok := run.r.LastListStats()
-		return ok && st.WatchList
-	})
+	eventually(t, 5*time.Second, "streamed relist installed", func() bool { return len(run.store.all()) == 2 })
 	equalStrings(t, "store", run.store.all(), []string{"replace [a/p1@2] rv=2", "replace [a/p1@2] rv=2"})
+	if st, ok := run.r.LastListStats(); !ok || !st.WatchList {
+		t.Fatalf("LastListStats = %+v, want a streamed list", st)
+	}
 }
 
 func TestWatchListStreamClosedEarlyFallsBackToList(t *testing.T) {
@@ -187,4 +187,23 @@ func TestWatchListOverAdapterWithoutBookmarksIsNotUsed(t *testing.T) {
 	lw = NewListWatch(g.ListWithContext, g.WatchWithContext, ListWatchOptions{AllowWatchBookmarks: true})
 	runReflector(t, lw, ReflectorOptions{})
 	equalStrings(t, "requests with bookmarks", summarize(waitRequests(t, g, 1)[:1]), []string{`watch rv="" sendInitialEvents`})
+}
+
+func TestWatchListForbiddenFallsBackToListWhoseErrorIsTheAttempts(t *testing.T) {
+	f := informertest.New(&corev1.Pod{})
+	f.ServeWatchList(true)
+	f.ScriptWatch(informertest.WatchResponse{Err: informertest.ErrForbidden()})
+	f.ScriptList(informertest.ListResponse{Err: informertest.ErrForbidden()})
+	run := runReflector(t, f, ReflectorOptions{})
+	// As in client-go, every WatchList failure but a refusal falls back to
+	// LIST at once; the attempt ends with the LIST's error, then backs off
+	// and streams again.
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
+		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="" sendInitialEvents`,
+	})
+	for _, op := range []string{"watchlist", "list"} {
+		if e := run.nextErr(t); e.Op != op || e.Reason != ReasonForbidden || !apierrors.IsForbidden(e) {
+			t.Fatalf("reported %+v, want %s/Forbidden", e, op)
+		}
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,8 @@ const (
 
 // CacheWorkload is the measurement of one contender's cache over the pods of Layout
 // served at Config: time to sync, live heap per pod after sync, peak RSS, then Reps
-// repetitions of the read figures, each the mean over at least OpTime (and 20 calls).
+// repetitions of the read figures, each the mean over at least OpTime (and 20 calls),
+// started right after a garbage collection.
 type CacheWorkload struct {
 	Contender Contender
 	Config    *rest.Config
@@ -190,6 +192,9 @@ func (w CacheWorkload) measureReads(ctx context.Context, r PodReader, v Values) 
 		{FigListNS, func(i int) error { _, err := r.ListNamespace(ctx, namespaces[i%l.Namespaces]); return err }},
 	}
 	for _, o := range ops {
+		// Every figure starts right after a collection, as testing.B does, so that a
+		// collection of the cache's large heap falls on no figure by chance.
+		runtime.GC()
 		ns, err := TimeOp(20, 1_000_000, w.OpTime, o.op)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", w.Contender, o.id, err)

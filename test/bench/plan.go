@@ -57,7 +57,7 @@ func DefaultOptions() Options {
 		SyncSmall: 10_000, SyncLarge: 100_000,
 		Keys: 10_000, Events: 1_000_000,
 		StoreReaders: 10, StoreDuration: 2 * time.Second,
-		ListPods: 100_000, OpTime: 300 * time.Millisecond, Seed: 1,
+		ListPods: 100_000, OpTime: 500 * time.Millisecond, Seed: 1,
 	}
 }
 

@@ -133,7 +133,7 @@ func (rep Report) Markdown() string {
 		"informers take the paginated LIST path (500 per page).\n\n", rep.initialListModes())
 	p("## Targets\n\n")
 	p("| Goal | Ratio | Bound | Result | Detail |\n| --- | ---: | ---: | --- | --- |\n")
-	for _, t := range Evaluate(rep.Results, Targets()) {
+	for _, t := range Evaluate(rep.Results, Targets(o)) {
 		bound := "≤ " + formatNumber(t.Bound)
 		if t.AtLeast {
 			bound = "≥ " + formatNumber(t.Bound)

@@ -109,7 +109,9 @@ func TestEvaluateAppliesBoundsInTheirDirection(t *testing.T) {
 	r.Add(SectionStuck, Deltacache, Values{FigStuckFew: {10}, FigStuckMany: {11}})
 	r.Add(SectionStuck, ClientGo, Values{FigStuckFew: {10}, FigStuckMany: {100}})
 	got := map[string]TargetResult{}
-	for _, res := range Evaluate(r, Targets()) {
+	o := DefaultOptions()
+	o.Keys = 100 // stuck-handler floor: 0.098 MiB
+	for _, res := range Evaluate(r, Targets(o)) {
 		got[res.Goal] = res
 	}
 	check := func(goal string, measured, met bool, ratio float64) {
@@ -126,10 +128,23 @@ func TestEvaluateAppliesBoundsInTheirDirection(t *testing.T) {
 	check("Sync time ≤ 0.8× client-go", true, true, 0.7)
 	check("Sync time ≤ 0.5× controller-runtime", false, false, 0)
 	check("In-process pipeline throughput ≥ 2× client-go's", true, false, 1.5)
-	const stuck = "Stuck-handler memory bounded by the number of keys (does not grow from 10% to 100% of the events)"
+	const stuck = "Stuck-handler memory bounded by the number of keys (grows less than 1.5× from 10% to 100% of " +
+		"the events, or stays under 1 KiB per key)"
 	check(stuck, true, true, 1.1)
 	if d := got[stuck].Detail; !strings.Contains(d, "client-go 10 → 100 MiB (×10.00)") {
 		t.Errorf("stuck-handler detail %q does not describe client-go's growth", d)
+	}
+
+	// Growth beyond the bound misses, unless the memory held stays under the floor.
+	grown := Results{}
+	grown.Add(SectionStuck, Deltacache, Values{FigStuckFew: {0.01}, FigStuckMany: {0.05}})
+	if res := Evaluate(grown, Targets(o))[8]; res.Goal != stuck || !res.Met || res.Ratio != 5 {
+		t.Errorf("tiny growing memory: %+v, want met with ratio 5 (under the floor)", res)
+	}
+	grown = Results{}
+	grown.Add(SectionStuck, Deltacache, Values{FigStuckFew: {1}, FigStuckMany: {5}})
+	if res := Evaluate(grown, Targets(o))[8]; res.Met {
+		t.Errorf("memory growing 5× above the floor: %+v, want missed", res)
 	}
 }
 

@@ -18,10 +18,12 @@ limitations under the License.
 // client-go's informer and writes docs/benchmarks.md and its chart; `make bench` runs
 // it. Every measurement runs in a child process of this binary (-child).
 //
-//	bench [-quick] [-runs N] [-out docs/benchmarks.md] [-chart docs/benchmarks.png] [-command "make bench"]
+//	bench [-quick] [-runs N] [-out docs/benchmarks.md] [-chart docs/benchmarks.png]
+//	      [-raw bin/bench-raw.json] [-from bin/bench-raw.json] [-command "make bench"]
 //
-// The API server section needs KUBEBUILDER_ASSETS (kube-apiserver and etcd); without it
-// that section is skipped and the report says so.
+// -raw keeps every measured value; -from rewrites the report and chart from such a file
+// without measuring. The API server section needs KUBEBUILDER_ASSETS (kube-apiserver and
+// etcd); without it that section is skipped and the report says so.
 package main
 
 import (
@@ -52,7 +54,8 @@ func main() {
 		"Markdown report (default docs/benchmarks.md, bin/bench-quick/benchmarks.md with -quick)")
 	chart := flag.String("chart", "", "PNG chart (default: the report's path with .png)")
 	command := flag.String("command", "", "the command to name in the report (default: this command line)")
-	raw := flag.String("raw", filepath.Join("bin", "bench-raw.json"), "where to save every measured value (JSON)")
+	raw := flag.String("raw", "",
+		"where to save every measured value as JSON (default bin/bench-raw.json, bin/bench-quick/ with -quick)")
 	from := flag.String("from", "", "write the report and chart from values saved by -raw instead of measuring")
 	flag.Parse()
 
@@ -73,6 +76,12 @@ func main() {
 		*out = filepath.Join("docs", "benchmarks.md")
 		if *quick {
 			*out = filepath.Join("bin", "bench-quick", "benchmarks.md")
+		}
+	}
+	if *raw == "" {
+		*raw = filepath.Join("bin", "bench-raw.json")
+		if *quick {
+			*raw = filepath.Join("bin", "bench-quick", "bench-raw.json")
 		}
 	}
 	if *chart == "" {
