@@ -248,13 +248,19 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 		if isContextError(ctx, err) {
 			return nil
 		}
-		lwe := r.report(ctx, classify(r.name, "watchlist", err))
+		lwe := classify(r.name, "watchlist", err)
 		switch {
 		case watchListRefused(lwe):
+			// The server does not stream lists: that is no failure of this informer,
+			// so it is counted and passed to the WatchErrorHandler but never kept as
+			// LastError, which would read as a permanent error (400/422) while the
+			// LIST that replaces the stream is under way.
+			r.notify(ctx, lwe)
 			r.watchListOff = lwe.Reason
 			r.logger(ctx).Info("streaming list unavailable; using LIST from now on",
 				"reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
 		default:
+			r.report(ctx, lwe)
 			r.logger(ctx).Info("streaming list failed; falling back to LIST",
 				"reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
 		}
@@ -534,12 +540,17 @@ func (r *Reflector) expected(obj runtime.Object) bool {
 	return obj.GetObjectKind().GroupVersionKind() == r.expectedGVK
 }
 
-// report records err as LastError and passes it to the WatchErrorHandler.
+// report records err as LastError, counts it and passes it to the WatchErrorHandler.
 func (r *Reflector) report(ctx context.Context, err *ListWatchError) *ListWatchError {
-	r.opts.metrics.listWatchError(err)
 	r.mu.Lock()
 	r.lastErr = err
 	r.mu.Unlock()
+	return r.notify(ctx, err)
+}
+
+// notify counts err and passes it to the WatchErrorHandler without making it LastError.
+func (r *Reflector) notify(ctx context.Context, err *ListWatchError) *ListWatchError {
+	r.opts.metrics.listWatchError(err)
 	if h := r.opts.WatchErrorHandler; h != nil {
 		h(ctx, nil, err)
 	}

@@ -107,6 +107,44 @@ func TestWatchListRefusedByServerUsesListFromThenOn(t *testing.T) {
 	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 5)[3:5]), []string{`list rv="" limit=500`, `watch rv="2"`})
 }
 
+func TestWatchListRefusalIsNeverLastError(t *testing.T) {
+	f := informertest.New(&corev1.Pod{})
+	f.ServeWatchList(true)
+	f.Create(pod("a", "p1", ""))
+	f.ScriptWatch(informertest.WatchResponse{Err: apierrors.NewBadRequest("sendInitialEvents is not supported")})
+	store := &recStore{}
+	lastAtReport := make(chan error, 1)
+	var r *Reflector
+	r = NewReflector(f, &corev1.Pod{}, store, ReflectorOptions{
+		Backoff: fastBackoff,
+		WatchErrorHandler: func(_ context.Context, _ *toolscache.Reflector, err error) {
+			select {
+			case lastAtReport <- r.LastError():
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	select {
+	case last := <-lastAtReport:
+		if last != nil {
+			t.Fatalf("LastError while the refusal was reported = %v, want nil: the LIST fallback is not a failure", last)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the refusal never reached the WatchErrorHandler")
+	}
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
+		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="2"`,
+	})
+	if err := r.LastError(); err != nil {
+		t.Fatalf("LastError after the LIST fallback = %v, want nil", err)
+	}
+}
+
 func TestWatchListTransientFailureFallsBackOnceThenStreamsAgain(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ServeWatchList(true)
