@@ -33,6 +33,9 @@ import (
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
 )
 
+// webApp is the app label value (and App name) most specs use.
+const webApp = "web"
+
 var namespaceCounter int
 
 // running is the pod phase as App.status.phases counts it.
@@ -120,7 +123,7 @@ var _ = Describe("App controller on deltacache's cache", func() {
 	It("converges status as pods are created, scheduled, become ready, fail and are deleted", func() {
 		ns := newNamespace()
 		other := newNamespace()
-		app := newApp(ns, "web", "", 2) // no selector: the App's name selects app=web
+		app := newApp(ns, webApp, "", 2) // no selector: the App's name selects app=web
 		key := client.ObjectKeyFromObject(app)
 
 		By("an App without pods is not available")
@@ -130,13 +133,13 @@ var _ = Describe("App controller on deltacache's cache", func() {
 
 		By("three pods with app=web appear; look-alikes elsewhere are ignored")
 		pods := []*corev1.Pod{
-			newPod(ns, "web-0", map[string]string{AppLabel: "web", "tier": "front"}),
-			newPod(ns, "web-1", map[string]string{AppLabel: "web"}),
-			newPod(ns, "web-2", map[string]string{AppLabel: "web"}),
+			newPod(ns, "web-0", map[string]string{AppLabel: webApp, "tier": "front"}),
+			newPod(ns, "web-1", map[string]string{AppLabel: webApp}),
+			newPod(ns, "web-2", map[string]string{AppLabel: webApp}),
 		}
 		newPod(ns, "db-0", map[string]string{AppLabel: "db"})
 		newPod(ns, "unlabelled", nil)
-		newPod(other, "web-0", map[string]string{AppLabel: "web"})
+		newPod(other, "web-0", map[string]string{AppLabel: webApp})
 		Eventually(observe(key), timeout, interval).Should(Equal(observed{
 			Pods: 3, Phases: map[string]int32{"Pending": 3},
 			Available: metav1.ConditionFalse, Progressing: metav1.ConditionTrue, ObservedGenerationMatch: true,

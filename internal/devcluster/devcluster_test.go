@@ -33,6 +33,12 @@ import (
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
 )
 
+// The two demo apps the seeded cluster runs, by their app label value.
+const (
+	webApp   = "web"
+	batchApp = "batch"
+)
+
 var testClient client.Client
 
 // TestMain starts the control plane the way `make run` does, so StartControlPlane and Stop
@@ -130,8 +136,8 @@ func TestSeedAndKubeletMovePodsToReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	apps := []*demov1alpha1.App{
-		{ObjectMeta: metav1.ObjectMeta{Name: "web"}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "worker"}, Spec: demov1alpha1.AppSpec{Selector: "batch"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: webApp}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "worker"}, Spec: demov1alpha1.AppSpec{Selector: batchApp}},
 	}
 	for range 2 { // seeding twice is harmless
 		if _, err := SeedApps(ctx, testClient, seedNamespace, apps, 2); err != nil {
@@ -139,12 +145,12 @@ func TestSeedAndKubeletMovePodsToReady(t *testing.T) {
 		}
 	}
 	pods := seededPodsByName(t)
-	if len(pods) != 4 || pods["web-1"].Labels["app"] != "web" || pods["batch-0"].Labels["app"] != "batch" {
+	if len(pods) != 4 || pods["web-1"].Labels["app"] != webApp || pods["batch-0"].Labels["app"] != batchApp {
 		t.Fatalf("seeded pods = %v, want web-0, web-1, batch-0, batch-1 labelled by selector", pods)
 	}
 	// A pod without the seeded label is never touched.
 	if err := testClient.Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: seedNamespace, Name: foreignPod, Labels: map[string]string{"app": "web"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: seedNamespace, Name: foreignPod, Labels: map[string]string{"app": webApp}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
 	}); err != nil {
 		t.Fatal(err)
@@ -186,7 +192,7 @@ func TestSeedAndKubeletMovePodsToReady(t *testing.T) {
 			t.Errorf("original pod %s survived two chaos ticks (phase %s)", name, p.Status.Phase)
 		}
 	}
-	if want := map[string]int{"batch": 2, "web": 2}; fmt.Sprint(perApp) != fmt.Sprint(want) {
+	if want := map[string]int{batchApp: 2, webApp: 2}; fmt.Sprint(perApp) != fmt.Sprint(want) {
 		t.Fatalf("pods per app after chaos = %v, want %v", perApp, want)
 	}
 }
@@ -194,7 +200,7 @@ func TestSeedAndKubeletMovePodsToReady(t *testing.T) {
 func TestWriteStatusTable(t *testing.T) {
 	apps := []demov1alpha1.App{
 		{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: webApp},
 			Spec:       demov1alpha1.AppSpec{MinReady: 2},
 			Status: demov1alpha1.AppStatus{Pods: 3, Ready: 2, Nodes: 2, Phases: map[string]int32{"Running": 2, "Pending": 1},
 				Conditions: []metav1.Condition{{Type: "Available", Status: metav1.ConditionTrue}}},

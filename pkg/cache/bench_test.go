@@ -62,7 +62,7 @@ func benchPod(i int) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: fmt.Sprintf("ns-%d", i/benchApps%benchNamespaces), Name: fmt.Sprintf("%s-%d", app, i),
 			ResourceVersion: "5",
-			Labels:          map[string]string{"app": app, "tier": "backend", "pod-template-hash": "7d4b9c"},
+			Labels:          map[string]string{appLabel: app, tierLabel: "backend", "pod-template-hash": "7d4b9c"},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.example/" + app + ":1.0"}}},
 	}
@@ -84,9 +84,10 @@ func crCacheOn(b *testing.B, objects *[]kruntime.Object) crcache.Cache {
 			return watch.NewRaceFreeFake(), nil
 		},
 	}
-	c, err := crcache.New(&rest.Config{Host: "http://127.0.0.1:1"}, crcache.Options{
+	c, err := crcache.New(&rest.Config{Host: unreachableHost}, crcache.Options{
 		Mapper: testMapper(),
-		NewInformer: func(_ toolscache.ListerWatcher, obj kruntime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		NewInformer: func(_ toolscache.ListerWatcher, obj kruntime.Object, resync time.Duration,
+			indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 			return toolscache.NewSharedIndexInformer(listOnly{lw}, obj, resync, indexers)
 		},
 	})
@@ -128,7 +129,7 @@ func benchReader(b *testing.B, impl string) client.Reader {
 	switch impl {
 	case benchDeltacache:
 		api := newFakeAPI(b, objects...)
-		c := newTestCache(b, api, crcache.Options{}, WithLabelIndexes("app"))
+		c := newTestCache(b, api, crcache.Options{}, WithLabelIndexes(appLabel))
 		startCache(b, c)
 		reader = c
 		release = func() {
@@ -149,14 +150,18 @@ func benchReader(b *testing.B, impl string) client.Reader {
 }
 
 func BenchmarkListByLabel20kPods(b *testing.B) {
+	const benchApp = "app-7" // the app every case lists
 	for _, bc := range []struct {
 		name string
 		opts []client.ListOption
 		want int
 	}{
-		{"all-namespaces", []client.ListOption{client.MatchingLabels{"app": "app-7"}}, benchPods / benchApps},
-		{"one-namespace", []client.ListOption{client.InNamespace("ns-7"), client.MatchingLabels{"app": "app-7"}}, benchPods / benchApps / benchNamespaces},
-		{"all-namespaces-no-deep-copy", []client.ListOption{client.MatchingLabels{"app": "app-7"}, client.UnsafeDisableDeepCopy}, benchPods / benchApps},
+		{"all-namespaces", []client.ListOption{client.MatchingLabels{appLabel: benchApp}}, benchPods / benchApps},
+		{"one-namespace", []client.ListOption{client.InNamespace("ns-7"), client.MatchingLabels{appLabel: benchApp}},
+			benchPods / benchApps / benchNamespaces},
+		{"all-namespaces-no-deep-copy",
+			[]client.ListOption{client.MatchingLabels{appLabel: benchApp}, client.UnsafeDisableDeepCopy},
+			benchPods / benchApps},
 	} {
 		for _, impl := range []string{benchDeltacache, benchControllerRuntime} {
 			b.Run(bc.name+"/"+impl, func(b *testing.B) {
@@ -228,7 +233,7 @@ func realisticPod(i int) *corev1.Pod {
 			UID: types.UID(fmt.Sprintf("0f6c2a1e-4b7d-4c3e-9a55-%012d", i)), ResourceVersion: fmt.Sprint(1000 + i),
 			CreationTimestamp: created,
 			Labels: map[string]string{
-				"app": "web", "pod-template-hash": hash, "app.kubernetes.io/part-of": "shop", "tier": "frontend",
+				appLabel: webApp, "pod-template-hash": hash, "app.kubernetes.io/part-of": "shop", tierLabel: "frontend",
 			},
 			Annotations: map[string]string{"kubectl.kubernetes.io/restartedAt": "2026-01-02T03:00:00Z"},
 			OwnerReferences: []metav1.OwnerReference{{
@@ -237,33 +242,35 @@ func realisticPod(i int) *corev1.Pod {
 			}},
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-					Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
+					Time: &created, FieldsType: fieldsV1Type, FieldsV1: metav1.NewFieldsV1(
 						`{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/restartedAt":{}},"f:generateName":{},` +
 							`"f:labels":{".":{},"f:app":{},"f:app.kubernetes.io/part-of":{},"f:pod-template-hash":{},"f:tier":{}},` +
 							`"f:ownerReferences":{".":{},"k:{\"uid\":\"5e1f7c1d-0d3b-4f7e-8a1c-2b9d6e4f3a21\"}":{}}},` +
 							`"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},` +
-							`"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},` +
+							`"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":` +
+							`{".":{},"f:containerPort":{},"f:protocol":{}}},` +
 							`"f:resources":{".":{},"f:limits":{".":{},"f:memory":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},` +
 							`"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},` +
-							`"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)}},
+							`"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)},
 				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Subresource: "status",
-					Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
+					Time: &created, FieldsType: fieldsV1Type, FieldsV1: metav1.NewFieldsV1(
 						`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},` +
 							`"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},` +
 							`"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":` +
 							`{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},` +
 							`"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},` +
-							`"k:{\"ip\":\"10.244.1.7\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`)}},
+							`"k:{\"ip\":\"10.244.1.7\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`)},
 			},
 		},
 		Spec: corev1.PodSpec{
 			NodeName: fmt.Sprintf("node-%d", i%50),
 			Containers: []corev1.Container{{
-				Name: "web", Image: "registry.example/shop/web:1.4.2",
+				Name: webApp, Image: "registry.example/shop/web:1.4.2",
 				Ports: []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
 				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"),
+						corev1.ResourceMemory: resource.MustParse("128Mi")},
+					Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 				},
 			}},
 		},

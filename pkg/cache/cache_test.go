@@ -40,7 +40,7 @@ import (
 )
 
 func TestNewRejectsNewInformer(t *testing.T) {
-	_, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, crcache.Options{
+	_, err := New(&rest.Config{Host: unreachableHost}, crcache.Options{
 		Mapper: testMapper(),
 		NewInformer: func(
 			toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers,
@@ -54,8 +54,8 @@ func TestNewRejectsNewInformer(t *testing.T) {
 }
 
 func TestNewWithRejectsInvalidLabelIndexKeys(t *testing.T) {
-	newCache := NewWith(WithLabelIndexes("app", "not a key!"))
-	_, err := newCache(&rest.Config{Host: "http://127.0.0.1:1"}, crcache.Options{Mapper: testMapper()})
+	newCache := NewWith(WithLabelIndexes(appLabel, "not a key!"))
+	_, err := newCache(&rest.Config{Host: unreachableHost}, crcache.Options{Mapper: testMapper()})
 	if err == nil || !strings.Contains(err.Error(), `"not a key!"`) {
 		t.Errorf("err = %v", err)
 	}
@@ -68,13 +68,13 @@ func TestNewRejectsNilConfig(t *testing.T) {
 }
 
 func TestNewWithDeduplicatesLabelIndexesAndDefaultsTheRest(t *testing.T) {
-	newCache := NewWith(WithLabelIndexes("app", "tier"), WithLabelIndexes("app"))
-	c, err := newCache(&rest.Config{Host: "http://127.0.0.1:1"}, crcache.Options{Mapper: testMapper()})
+	newCache := NewWith(WithLabelIndexes(appLabel, tierLabel), WithLabelIndexes(appLabel))
+	c, err := newCache(&rest.Config{Host: unreachableHost}, crcache.Options{Mapper: testMapper()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dc := c.(*Cache)
-	if !slices.Equal(dc.settings.LabelIndexes, []string{"app", "tier"}) {
+	if !slices.Equal(dc.settings.LabelIndexes, []string{appLabel, tierLabel}) {
 		t.Errorf("label indexes = %v", dc.settings.LabelIndexes)
 	}
 	if dc.scheme == nil || dc.httpClient == nil || dc.mapper == nil || dc.settings.Logger.GetSink() == nil {
@@ -89,8 +89,8 @@ func TestNewWithDeduplicatesLabelIndexesAndDefaultsTheRest(t *testing.T) {
 func TestOptionsReachTheListWatchAndTheTransform(t *testing.T) {
 	api := newFakeAPI(t,
 		configMap("a", "x", nil),
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1", Labels: map[string]string{"app": "web"}}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p2", Labels: map[string]string{"app": "web"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1", Labels: map[string]string{appLabel: webApp}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p2", Labels: map[string]string{appLabel: webApp}}},
 	)
 	var mu sync.Mutex
 	var transformedKinds []string
@@ -105,7 +105,7 @@ func TestOptionsReachTheListWatchAndTheTransform(t *testing.T) {
 		},
 		DefaultEnableWatchBookmarks: new(false),
 		ByObject: map[client.Object]crcache.ByObject{&corev1.Pod{}: {
-			Label:     labels.SelectorFromSet(labels.Set{"app": "web"}),
+			Label:     labels.SelectorFromSet(labels.Set{appLabel: webApp}),
 			Field:     fields.OneTermEqualSelector("metadata.name", "p1"),
 			Transform: func(in any) (any, error) { return in, nil },
 		}},
@@ -131,7 +131,7 @@ func TestOptionsReachTheListWatchAndTheTransform(t *testing.T) {
 		t.Error("ByObject.Transform did not replace DefaultTransform")
 	}
 	mu.Lock()
-	if !slices.Equal(transformedKinds, []string{"ConfigMap"}) {
+	if !slices.Equal(transformedKinds, []string{configMapKind}) {
 		t.Errorf("DefaultTransform saw kinds %q, want [ConfigMap] (with GVK set)", transformedKinds)
 	}
 	mu.Unlock()

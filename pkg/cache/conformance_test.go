@@ -74,19 +74,21 @@ type conformanceFixture struct {
 func (f *conformanceFixture) namespaces() []string { return []string{f.ns1, f.ns2, f.ns3} }
 
 func newConformanceFixture(t *testing.T) *conformanceFixture {
-	f := &conformanceFixture{ns1: createNamespace(t, "conf"), ns2: createNamespace(t, "conf"), ns3: createNamespace(t, "conf")}
+	f := &conformanceFixture{ns1: createNamespace(t, "conf"), ns2: createNamespace(t, "conf"),
+		ns3: createNamespace(t, "conf")}
 	f.web, f.db, f.owner = "web-"+f.ns1, "db-"+f.ns1, "owner-"+f.ns1
 	cm := func(ns, name string, lbls map[string]string, owner string) {
 		create(t, newConfigMap(ns, name, lbls, map[string]string{"owner": owner}))
 	}
-	cm(f.ns1, "a", map[string]string{"app": f.web, "tier": "front"}, f.owner)
-	cm(f.ns1, "b", map[string]string{"app": f.web, "tier": "back"}, f.owner)
-	cm(f.ns1, "c", map[string]string{"app": f.db}, "nobody")
-	cm(f.ns2, "d", map[string]string{"app": f.web}, f.owner)
-	cm(f.ns2, "e", map[string]string{"app": f.db}, f.owner)
-	cm(f.ns3, "f", map[string]string{"app": f.web}, f.owner)
+	cm(f.ns1, "a", map[string]string{appLabel: f.web, "tier": "front"}, f.owner)
+	cm(f.ns1, "b", map[string]string{appLabel: f.web, "tier": "back"}, f.owner)
+	cm(f.ns1, "c", map[string]string{appLabel: f.db}, "nobody")
+	cm(f.ns2, "d", map[string]string{appLabel: f.web}, f.owner)
+	cm(f.ns2, "e", map[string]string{appLabel: f.db}, f.owner)
+	cm(f.ns3, "f", map[string]string{appLabel: f.web}, f.owner)
 	for name, app := range map[string]string{"s-web": f.web, "s-db": f.db} {
-		create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns1, Name: name, Labels: map[string]string{"app": app}}})
+		create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns1, Name: name,
+			Labels: map[string]string{appLabel: app}}})
 	}
 	return f
 }
@@ -175,6 +177,7 @@ func selector(t *testing.T, s string) labels.Selector {
 
 func conformanceCases() []conformanceCase {
 	cases := readCases()
+	cases = append(cases, listOptionCases()...)
 	cases = append(cases, indexCases()...)
 	cases = append(cases, namespaceCases()...)
 	return append(cases, lifecycleCases()...)
@@ -204,7 +207,8 @@ func readCases() []conformanceCase {
 			if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns2, Name: "d"}, u); err != nil {
 				t.Fatal(err)
 			}
-			if owner, _, _ := unstructured.NestedString(u.Object, "data", "owner"); owner != e.f.owner || u.GroupVersionKind() != gvkConfigMap {
+			owner, _, _ := unstructured.NestedString(u.Object, "data", "owner")
+			if owner != e.f.owner || u.GroupVersionKind() != gvkConfigMap {
 				t.Errorf("Get: owner %q gvk %v", owner, u.GroupVersionKind())
 			}
 			list := &unstructured.UnstructuredList{}
@@ -255,10 +259,12 @@ func readCases() []conformanceCase {
 				}
 			}
 			var list corev1.ConfigMapList
-			if err := e.c.List(e.ctx, &list, client.InNamespace(e.f.ns1), client.MatchingLabels{"tier": "front"}, client.UnsafeDisableDeepCopy); err != nil {
+			if err := e.c.List(e.ctx, &list, client.InNamespace(e.f.ns1), client.MatchingLabels{"tier": "front"},
+				client.UnsafeDisableDeepCopy); err != nil {
 				t.Fatal(err)
 			}
-			if mapPointer(first.Data) != mapPointer(second.Data) || len(list.Items) != 1 || mapPointer(list.Items[0].Data) != mapPointer(first.Data) {
+			if mapPointer(first.Data) != mapPointer(second.Data) || len(list.Items) != 1 ||
+				mapPointer(list.Items[0].Data) != mapPointer(first.Data) {
 				t.Error("reads with UnsafeDisableDeepCopy do not share the cached object")
 			}
 		}},
@@ -283,6 +289,12 @@ func readCases() []conformanceCase {
 				}
 			},
 		},
+	}
+}
+
+// listOptionCases cover List options other than namespaces and field selectors.
+func listOptionCases() []conformanceCase {
+	return []conformanceCase{
 		{name: "Limit", run: func(t *testing.T, e *conformanceEnv) {
 			var list corev1.ConfigMapList
 			if err := e.c.List(e.ctx, &list, client.InNamespace(e.f.ns1), client.Limit(2)); err != nil {
@@ -294,7 +306,7 @@ func readCases() []conformanceCase {
 		}},
 		{name: "label selectors", run: func(t *testing.T, e *conformanceEnv) {
 			f := e.f
-			expectKeys(t, "MatchingLabels", e.listKeys(t, &corev1.ConfigMapList{}, client.MatchingLabels{"app": f.web}),
+			expectKeys(t, "MatchingLabels", e.listKeys(t, &corev1.ConfigMapList{}, client.MatchingLabels{appLabel: f.web}),
 				f.ns1+"/a", f.ns1+"/b", f.ns2+"/d", f.ns3+"/f")
 			expectKeys(t, "in, != in ns1",
 				e.listKeys(t, &corev1.ConfigMapList{}, client.InNamespace(f.ns1),
@@ -329,15 +341,18 @@ func indexCases() []conformanceCase {
 			f := e.f
 			expectKeys(t, "all namespaces", e.listKeys(t, &corev1.ConfigMapList{}, client.MatchingFields{"data.owner": f.owner}),
 				f.ns1+"/a", f.ns1+"/b", f.ns2+"/d", f.ns2+"/e", f.ns3+"/f")
-			expectKeys(t, "in ns1", e.listKeys(t, &corev1.ConfigMapList{}, client.InNamespace(f.ns1), client.MatchingFields{"data.owner": f.owner}),
+			expectKeys(t, "in ns1",
+				e.listKeys(t, &corev1.ConfigMapList{}, client.InNamespace(f.ns1), client.MatchingFields{"data.owner": f.owner}),
 				f.ns1+"/a", f.ns1+"/b")
 			expectKeys(t, "with a label selector",
-				e.listKeys(t, &corev1.ConfigMapList{}, client.MatchingFields{"data.owner": f.owner}, client.MatchingLabels{"app": f.db}),
+				e.listKeys(t, &corev1.ConfigMapList{}, client.MatchingFields{"data.owner": f.owner},
+					client.MatchingLabels{appLabel: f.db}),
 				f.ns2+"/e")
 		}},
 		{name: "field selector errors", before: indexOwner, run: func(t *testing.T, e *conformanceEnv) {
 			list := &corev1.ConfigMapList{}
-			err := e.c.List(e.ctx, list, client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector("data.owner", "x")})
+			err := e.c.List(e.ctx, list,
+				client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector("data.owner", "x")})
 			if err == nil || !strings.Contains(err.Error(), "non-exact field matches are not supported by the cache") {
 				t.Errorf("non-exact selector: %v", err)
 			}
@@ -409,7 +424,7 @@ func namespaceCases() []conformanceCase {
 			name: "AllNamespaces entry and overlapping namespaces give no duplicates",
 			opts: func(f *conformanceFixture) crcache.Options {
 				return crcache.Options{DefaultNamespaces: map[string]crcache.Config{
-					f.ns1:                 {LabelSelector: labels.SelectorFromSet(labels.Set{"app": f.web})},
+					f.ns1:                 {LabelSelector: labels.SelectorFromSet(labels.Set{appLabel: f.web})},
 					crcache.AllNamespaces: {},
 				}}
 			},
@@ -431,10 +446,10 @@ func namespaceCases() []conformanceCase {
 			name: "ByObject takes precedence over the defaults",
 			opts: func(f *conformanceFixture) crcache.Options {
 				return crcache.Options{
-					DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"app": f.db}),
+					DefaultLabelSelector: labels.SelectorFromSet(labels.Set{appLabel: f.db}),
 					DefaultNamespaces:    map[string]crcache.Config{f.ns1: {}},
 					ByObject: map[client.Object]crcache.ByObject{&corev1.ConfigMap{}: {
-						Label:      labels.SelectorFromSet(labels.Set{"app": f.web}),
+						Label:      labels.SelectorFromSet(labels.Set{appLabel: f.web}),
 						Namespaces: map[string]crcache.Config{f.ns1: {}, f.ns2: {}},
 					}},
 				}
@@ -450,14 +465,15 @@ func namespaceCases() []conformanceCase {
 			name: "label and field selectors filter on the server",
 			opts: func(f *conformanceFixture) crcache.Options {
 				return crcache.Options{
-					DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"app": f.web}),
+					DefaultLabelSelector: labels.SelectorFromSet(labels.Set{appLabel: f.web}),
 					DefaultFieldSelector: fields.OneTermEqualSelector("metadata.namespace", f.ns1),
 				}
 			},
 			run: func(t *testing.T, e *conformanceEnv) {
 				f := e.f
 				expectKeys(t, "List", e.listKeys(t, &corev1.ConfigMapList{}), f.ns1+"/a", f.ns1+"/b")
-				if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: f.ns1, Name: "c"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+				err := e.c.Get(e.ctx, client.ObjectKey{Namespace: f.ns1, Name: "c"}, &corev1.ConfigMap{})
+				if !apierrors.IsNotFound(err) {
 					t.Errorf("Get of an object outside the selectors: %v, want NotFound", err)
 				}
 			},
@@ -469,7 +485,8 @@ func lifecycleCases() []conformanceCase {
 	return []conformanceCase{
 		{name: "ErrCacheNotStarted before Start", notStarted: true, run: func(t *testing.T, e *conformanceEnv) {
 			var notStarted *crcache.ErrCacheNotStarted
-			if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns1, Name: "a"}, &corev1.ConfigMap{}); !errors.As(err, &notStarted) {
+			err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns1, Name: "a"}, &corev1.ConfigMap{})
+			if !errors.As(err, &notStarted) {
 				t.Errorf("Get: %v", err)
 			}
 			if err := e.c.List(e.ctx, &corev1.ConfigMapList{}); !errors.As(err, &notStarted) {
@@ -503,7 +520,8 @@ func lifecycleCases() []conformanceCase {
 				}
 				return nil
 			})
-			expectKeys(t, "List after RemoveInformer", e.listKeys(t, &corev1.ConfigMapList{}, client.InNamespace(e.f.ns3)), e.f.ns3+"/f")
+			expectKeys(t, "List after RemoveInformer", e.listKeys(t, &corev1.ConfigMapList{}, client.InNamespace(e.f.ns3)),
+				e.f.ns3+"/f")
 		}},
 		{
 			name: "ReaderFailOnMissingInformer",

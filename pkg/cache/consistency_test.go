@@ -92,7 +92,8 @@ func TestWaitForResourceVersionCountsTheStoreResourceVersionForLaterChanges(t *t
 		t.Fatal(err)
 	}
 	var got corev1.ConfigMap
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "y"}, &got); err != nil || got.ResourceVersion != other.ResourceVersion {
+	err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "y"}, &got)
+	if err != nil || got.ResourceVersion != other.ResourceVersion {
 		t.Errorf("y: %v rv %q, want rv %s", err, got.ResourceVersion, other.ResourceVersion)
 	}
 

@@ -61,7 +61,8 @@ func TestEnvtestWaitForResourceVersionThenGetReadsYourWrite(t *testing.T) {
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil ||
 			got.ResourceVersion != cm.ResourceVersion || got.Data["v"] != "1" {
-			t.Fatalf("Get after Update: %v, rv %q data %v, want rv %q data v=1", err, got.ResourceVersion, got.Data, cm.ResourceVersion)
+			t.Fatalf("Get after Update: %v, rv %q data %v, want rv %q data v=1", err, got.ResourceVersion, got.Data,
+				cm.ResourceVersion)
 		}
 
 		meta := &metav1.PartialObjectMetadata{}

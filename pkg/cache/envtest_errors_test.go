@@ -119,7 +119,8 @@ func TestEnvtestForbiddenInformerFailsWaitForCacheSyncUntilRBACAllowsIt(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	newCache := dcache.NewWith(dcache.WithBackoff(informer.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond}))
+	newCache := dcache.NewWith(
+		dcache.WithBackoff(informer.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond}))
 	c, err := newCache(user.Config(), crcache.Options{Mapper: mapper})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +150,8 @@ func TestEnvtestForbiddenInformerFailsWaitForCacheSyncUntilRBACAllowsIt(t *testi
 	// Grant list/watch on secrets: the informer's next retry syncs.
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: userName},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
+			Verbs: []string{"list", "watch"}}},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: userName},

@@ -114,7 +114,7 @@ func TestEnvtestBuiltInTypesTravelAsProtobufCRDsAsJSON(t *testing.T) {
 func TestEnvtestManagedFieldsAreStrippedUnlessKept(t *testing.T) {
 	requireEnv(t)
 	ns := createNamespace(t, "managed")
-	create(t, newConfigMap(ns, "cm", map[string]string{"app": "x"}, nil))
+	create(t, newConfigMap(ns, "cm", map[string]string{appLabel: "x"}, nil))
 	ctx := envCtx(t)
 	key := client.ObjectKey{Namespace: ns, Name: "cm"}
 	var direct corev1.ConfigMap

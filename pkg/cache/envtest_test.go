@@ -128,22 +128,23 @@ func TestEnvtestListMatchingLabelsIsAnsweredFromTheLabelIndex(t *testing.T) {
 	requireEnv(t)
 	ns1, ns2 := createNamespace(t, "labels"), createNamespace(t, "labels")
 	app := "web-" + ns1 // unique across tests sharing the control plane
-	create(t, newConfigMap(ns1, "a", map[string]string{"app": app, "tier": "front"}, nil))
-	create(t, newConfigMap(ns1, "b", map[string]string{"app": app, "tier": "back"}, nil))
-	create(t, newConfigMap(ns1, "c", map[string]string{"app": "other"}, nil))
-	create(t, newConfigMap(ns2, "d", map[string]string{"app": app, "tier": "back"}, nil))
-	c := startEnvCache(t, crcache.Options{}, dcache.WithLabelIndexes("app"))
+	create(t, newConfigMap(ns1, "a", map[string]string{appLabel: app, "tier": "front"}, nil))
+	create(t, newConfigMap(ns1, "b", map[string]string{appLabel: app, "tier": "back"}, nil))
+	create(t, newConfigMap(ns1, "c", map[string]string{appLabel: "other"}, nil))
+	create(t, newConfigMap(ns2, "d", map[string]string{appLabel: app, "tier": "back"}, nil))
+	c := startEnvCache(t, crcache.Options{}, dcache.WithLabelIndexes(appLabel))
 	ctx := envCtx(t)
 
 	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.MatchingLabels{"app": app}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels{appLabel: app}); err != nil {
 		t.Fatal(err)
 	}
 	got, want := keysIn(t, &list, ns1, ns2), sorted(ns1+"/a", ns1+"/b", ns2+"/d")
 	if !slices.Equal(got, want) || len(list.Items) != 3 {
 		t.Errorf("app=%s: got %v (%d items), want %v", app, got, len(list.Items), want)
 	}
-	if err := c.List(ctx, &list, client.InNamespace(ns1), client.MatchingLabels{"app": app, "tier": "back"}); err != nil {
+	err := c.List(ctx, &list, client.InNamespace(ns1), client.MatchingLabels{appLabel: app, "tier": "back"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := keysIn(t, &list, ns1, ns2), []string{ns1 + "/b"}; !slices.Equal(got, want) || len(list.Items) != 1 {
@@ -155,9 +156,9 @@ func TestEnvtestListMatchingLabelsIsAnsweredFromTheLabelIndex(t *testing.T) {
 	}
 
 	// A new labelled object is found through the index once the watch delivers it.
-	create(t, newConfigMap(ns2, "e", map[string]string{"app": app}, nil))
+	create(t, newConfigMap(ns2, "e", map[string]string{appLabel: app}, nil))
 	eventually(t, 10*time.Second, func() error {
-		if err := c.List(ctx, &list, client.InNamespace(ns2), client.MatchingLabels{"app": app}); err != nil {
+		if err := c.List(ctx, &list, client.InNamespace(ns2), client.MatchingLabels{appLabel: app}); err != nil {
 			return err
 		}
 		if got, want := keysIn(t, &list, ns2), sorted(ns2+"/d", ns2+"/e"); !slices.Equal(got, want) {
@@ -223,13 +224,13 @@ func TestEnvtestIndexFieldAndMatchingFieldsAcrossNamespaces(t *testing.T) {
 func TestEnvtestUnstructuredAndMetadataOnlyInformers(t *testing.T) {
 	requireEnv(t)
 	ns := createNamespace(t, "shapes")
-	create(t, newConfigMap(ns, "cm", map[string]string{"app": "x"}, map[string]string{"k": "v"}))
-	create(t, newPod(ns, "pod", map[string]string{"app": "x"}))
+	create(t, newConfigMap(ns, "cm", map[string]string{appLabel: "x"}, map[string]string{"k": "v"}))
+	create(t, newPod(ns, "pod", map[string]string{appLabel: "x"}))
 	widget := &unstructured.Unstructured{}
 	widget.SetGroupVersionKind(widgetGVK)
 	widget.SetNamespace(ns)
 	widget.SetName("w")
-	widget.Object["spec"] = map[string]any{"size": int64(3)}
+	widget.Object["spec"] = map[string]any{sizeField: int64(3)}
 	create(t, widget)
 	c := startEnvCache(t, crcache.Options{})
 	ctx := envCtx(t)
@@ -248,7 +249,7 @@ func TestEnvtestUnstructuredAndMetadataOnlyInformers(t *testing.T) {
 	if err := c.List(ctx, pods, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	if len(pods.Items) != 1 || pods.Items[0].Name != "pod" || pods.Items[0].Labels["app"] != "x" ||
+	if len(pods.Items) != 1 || pods.Items[0].Name != "pod" || pods.Items[0].Labels[appLabel] != "x" ||
 		pods.Items[0].GroupVersionKind() != gvkPod {
 		t.Errorf("metadata pods = %+v", pods.Items)
 	}
@@ -269,7 +270,7 @@ func TestEnvtestUnstructuredAndMetadataOnlyInformers(t *testing.T) {
 	if len(widgets.Items) != 1 || widgets.Items[0].GetName() != "w" || widgets.Items[0].GroupVersionKind() != widgetGVK {
 		t.Fatalf("widgets = %+v", widgets.Items)
 	}
-	if size, _, _ := unstructured.NestedInt64(widgets.Items[0].Object, "spec", "size"); size != 3 {
+	if size, _, _ := unstructured.NestedInt64(widgets.Items[0].Object, "spec", sizeField); size != 3 {
 		t.Errorf("widget spec.size = %d, want 3", size)
 	}
 }

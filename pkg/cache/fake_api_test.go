@@ -47,11 +47,24 @@ import (
 // API server's list and watch that honours ListWatchOptions (namespace, label and field
 // selectors), so the reader, the indexes and the lifecycle are tested without a server.
 
+// Names and values many unit tests share.
+const (
+	appLabel           = "app"  // label key of the "label:app" index
+	tierLabel          = "tier" // another label key the tests index or select on
+	webApp             = "web"  // a value of the app label
+	configMapsResource = "configmaps"
+	configMapKind      = "ConfigMap"
+	exampleGroup       = "example.com" // API group of the Widget custom resource
+	fieldsV1Type       = "FieldsV1"    // ManagedFieldsEntry.FieldsType
+	defaultNamespace   = "default"
+	unreachableHost    = "http://127.0.0.1:1" // a rest.Config host nothing listens on
+)
+
 var (
 	gvkPod       = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	gvkConfigMap = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	gvkConfigMap = schema.GroupVersionKind{Version: "v1", Kind: configMapKind}
 	gvkNode      = schema.GroupVersionKind{Version: "v1", Kind: "Node"}
-	gvkWidget    = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	gvkWidget    = schema.GroupVersionKind{Group: exampleGroup, Version: "v1", Kind: "Widget"}
 )
 
 // listCall records one List request the fake answered.
@@ -282,7 +295,7 @@ func newTestCache(t testing.TB, api *fakeAPI, opts crcache.Options, options ...O
 	for _, option := range options {
 		option(&settings)
 	}
-	c, err := newCache(&rest.Config{Host: "http://127.0.0.1:1"}, opts, settings)
+	c, err := newCache(&rest.Config{Host: unreachableHost}, opts, settings)
 	if err != nil {
 		t.Fatalf("newCache: %v", err)
 	}

@@ -94,12 +94,14 @@ func TestEnvtestReadyzFailsWithTheForbiddenErrorUntilRBACIsGranted(t *testing.T)
 		return nil
 	})
 	msg := readyz(nil).Error()
-	if want := "sprockets.obs.deltacache.io: forbidden: Sprocket.v1.obs.deltacache.io (unstructured): "; !strings.Contains(msg, want) {
+	const want = "sprockets.obs.deltacache.io: forbidden: Sprocket.v1.obs.deltacache.io (unstructured): "
+	if !strings.Contains(msg, want) {
 		t.Errorf("readyz message lacks %q:\n%s", want, msg)
 	}
 	// The last attempt is either the WatchList stream or its fallback LIST, so the
 	// server's message says "watch" or "list".
-	denied := regexp.MustCompile(`User "sprocket-watcher" cannot (list|watch) resource "sprockets" in API group "obs.deltacache.io" at the cluster scope`)
+	denied := regexp.MustCompile(`User "sprocket-watcher" cannot (list|watch) resource "sprockets" ` +
+		`in API group "obs.deltacache.io" at the cluster scope`)
 	if !denied.MatchString(msg) {
 		t.Errorf("readyz message lacks %q:\n%s", denied, msg)
 	}

@@ -61,7 +61,7 @@ func TestReadyzCheckFailsUntilTheCacheHasStarted(t *testing.T) {
 func TestReadyzCheckNamesTheResourceKindAndLastErrorUntilTheInformerSyncs(t *testing.T) {
 	api := newFakeAPI(t, configMap("a", "cm1", nil))
 	api.setListErrorFor(gvkConfigMap,
-		apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC says no")))
+		apierrors.NewForbidden(schema.GroupResource{Resource: configMapsResource}, "", errors.New("RBAC says no")))
 	c := newTestCache(t, api, crcache.Options{})
 	startCache(t, c)
 	if _, err := c.GetInformer(testCtx(t), &corev1.ConfigMap{}, crcache.BlockUntilSynced(false)); err != nil {
@@ -81,7 +81,7 @@ func TestReadyzCheckNamesTheResourceKindAndLastErrorUntilTheInformerSyncs(t *tes
 	}
 
 	api.setListErrorFor(gvkConfigMap, nil)
-	pollCheck(t, "readyz to pass", readyz(c), func(err error) bool { return err == nil })
+	_ = pollCheck(t, "readyz to pass", readyz(c), func(err error) bool { return err == nil })
 }
 
 func TestReadyzCheckSaysWhichInformerStillListsWithoutError(t *testing.T) {
@@ -112,7 +112,7 @@ func TestHealthzCheckFailsWhenASyncedInformerIsQuietLongerThanTheStallTimeout(t 
 	// The fake API's watch never sends anything: the last activity is the watch's
 	// opening, and stays so.
 	var last time.Time
-	pollCheck(t, "the watch to open", func() error { return nil }, func(error) bool {
+	_ = pollCheck(t, "the watch to open", func() error { return nil }, func(error) bool {
 		last = inf.(*informer.SharedIndexInformer).LastActivity()
 		return inf.HasSynced() && !last.IsZero()
 	})
@@ -152,11 +152,11 @@ func TestInformersAreLabelledWithTheirEntrysGVKAndShape(t *testing.T) {
 		want informer.MetricLabels
 	}{
 		{entryKey{gvkConfigMap, shapeTyped},
-			informer.MetricLabels{Version: "v1", Kind: "ConfigMap", Shape: informer.ShapeTyped}},
+			informer.MetricLabels{Version: "v1", Kind: configMapKind, Shape: informer.ShapeTyped}},
 		{entryKey{gvkWidget, shapeUnstructured},
-			informer.MetricLabels{Group: "example.com", Version: "v1", Kind: "Widget", Shape: informer.ShapeUnstructured}},
+			informer.MetricLabels{Group: exampleGroup, Version: "v1", Kind: "Widget", Shape: informer.ShapeUnstructured}},
 		{entryKey{gvkConfigMap, shapeMetadata},
-			informer.MetricLabels{Version: "v1", Kind: "ConfigMap", Shape: informer.ShapeMetadata}},
+			informer.MetricLabels{Version: "v1", Kind: configMapKind, Shape: informer.ShapeMetadata}},
 	} {
 		e, _, err := c.getEntry(testCtx(t), tc.key, nil, false, false)
 		if err != nil {

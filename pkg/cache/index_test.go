@@ -32,20 +32,20 @@ import (
 )
 
 func TestLabelIndexFuncEmitsNamespacedAndAllNamespacesValues(t *testing.T) {
-	fn := labelIndexFunc("app")
-	got, err := fn(configMap("a", "x", map[string]string{"app": "web"}))
+	fn := labelIndexFunc(appLabel)
+	got, err := fn(configMap("a", "x", map[string]string{appLabel: webApp}))
 	if err != nil || !slices.Equal(got, []string{"a/web", "__all_namespaces/web"}) {
 		t.Errorf("namespaced: %v %v", got, err)
 	}
-	got, _ = fn(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"app": "web"}}})
+	got, _ = fn(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{appLabel: webApp}}})
 	if !slices.Equal(got, []string{"__all_namespaces/web"}) {
 		t.Errorf("cluster-scoped: %v", got)
 	}
-	got, _ = fn(configMap("a", "x", map[string]string{"other": "web"}))
+	got, _ = fn(configMap("a", "x", map[string]string{"other": webApp}))
 	if len(got) != 0 {
 		t.Errorf("without the label: %v", got)
 	}
-	got, _ = fn(configMap("a", "x", map[string]string{"app": ""}))
+	got, _ = fn(configMap("a", "x", map[string]string{appLabel: ""}))
 	if !slices.Equal(got, []string{"a/", "__all_namespaces/"}) {
 		t.Errorf("empty value: %v", got)
 	}
@@ -67,16 +67,16 @@ func TestFieldIndexFuncFollowsControllerRuntimeConvention(t *testing.T) {
 }
 
 func TestIndexableLabelRequirements(t *testing.T) {
-	indexed := []string{"app", "tier"}
+	indexed := []string{appLabel, tierLabel}
 	for _, tc := range []struct {
 		selector string
 		want     []labelLookup
 	}{
-		{"app=web", []labelLookup{{"app", []string{"web"}}}},
-		{"app==web,tier in (a,b)", []labelLookup{{"app", []string{"web"}}, {"tier", []string{"a", "b"}}}},
+		{"app=web", []labelLookup{{appLabel, []string{webApp}}}},
+		{"app==web,tier in (a,b)", []labelLookup{{appLabel, []string{webApp}}, {tierLabel, []string{"a", "b"}}}},
 		{"app!=web,tier notin (a),!app,tier", nil},
 		{"other=x", nil},
-		{"other=x,app in (z)", []labelLookup{{"app", []string{"z"}}}},
+		{"other=x,app in (z)", []labelLookup{{appLabel, []string{"z"}}}},
 	} {
 		sel, err := labels.Parse(tc.selector)
 		if err != nil {
@@ -99,13 +99,13 @@ func TestIndexableLabelRequirements(t *testing.T) {
 
 func newTestIndexer(t *testing.T, objs ...any) toolscache.Indexer {
 	t.Helper()
-	indexers := labelIndexers([]string{"app", "tier"})
+	indexers := labelIndexers([]string{appLabel, tierLabel})
 	indexers[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 	byLabel := func(key string) client.IndexerFunc {
 		return func(o client.Object) []string { return []string{o.GetLabels()[key]} }
 	}
-	indexers[FieldIndexName("tier")] = fieldIndexFunc(byLabel("tier"))
-	indexers[FieldIndexName("app")] = fieldIndexFunc(byLabel("app"))
+	indexers[FieldIndexName(tierLabel)] = fieldIndexFunc(byLabel(tierLabel))
+	indexers[FieldIndexName(appLabel)] = fieldIndexFunc(byLabel(appLabel))
 	idx := informer.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
 	for _, obj := range objs {
 		if err := idx.Add(obj); err != nil {
@@ -127,12 +127,12 @@ func namesOf(objs []any) []string {
 
 func TestCandidatesByLabelsPicksTheNarrowestLookup(t *testing.T) {
 	idx := newTestIndexer(t,
-		configMap("a", "w1", map[string]string{"app": "web", "tier": "front"}),
-		configMap("a", "w2", map[string]string{"app": "web", "tier": "back"}),
-		configMap("b", "w3", map[string]string{"app": "web", "tier": "back"}),
-		configMap("b", "d1", map[string]string{"app": "db", "tier": "back"}),
+		configMap("a", "w1", map[string]string{appLabel: webApp, tierLabel: "front"}),
+		configMap("a", "w2", map[string]string{appLabel: webApp, tierLabel: "back"}),
+		configMap("b", "w3", map[string]string{appLabel: webApp, tierLabel: "back"}),
+		configMap("b", "d1", map[string]string{appLabel: "db", tierLabel: "back"}),
 	)
-	lookups := []labelLookup{{"tier", []string{"back"}}, {"app", []string{"db"}}}
+	lookups := []labelLookup{{tierLabel, []string{"back"}}, {appLabel, []string{"db"}}}
 	got, err := candidatesByLabels(idx, lookups, "")
 	if err != nil {
 		t.Fatal(err)
@@ -140,11 +140,11 @@ func TestCandidatesByLabelsPicksTheNarrowestLookup(t *testing.T) {
 	if want := []string{"b/d1"}; !slices.Equal(namesOf(got), want) {
 		t.Errorf("narrowest: got %v, want %v (app=db has one object, tier=back three)", namesOf(got), want)
 	}
-	got, _ = candidatesByLabels(idx, []labelLookup{{"app", []string{"web", "db"}}}, "b")
+	got, _ = candidatesByLabels(idx, []labelLookup{{appLabel, []string{webApp, "db"}}}, "b")
 	if want := []string{"b/d1", "b/w3"}; !slices.Equal(namesOf(got), want) {
 		t.Errorf("in (web,db) in b: got %v, want %v", namesOf(got), want)
 	}
-	got, _ = candidatesByLabels(idx, []labelLookup{{"app", []string{"web"}}, {"tier", []string{"none"}}}, "")
+	got, _ = candidatesByLabels(idx, []labelLookup{{appLabel, []string{webApp}}, {tierLabel, []string{"none"}}}, "")
 	if len(got) != 0 {
 		t.Errorf("empty lookup: got %v", namesOf(got))
 	}
@@ -152,11 +152,11 @@ func TestCandidatesByLabelsPicksTheNarrowestLookup(t *testing.T) {
 
 func TestCandidatesByFieldsUsesFirstRequirementAndFiltersTheRest(t *testing.T) {
 	idx := newTestIndexer(t,
-		configMap("a", "w1", map[string]string{"app": "web", "tier": "front"}),
-		configMap("a", "w2", map[string]string{"app": "web", "tier": "back"}),
-		configMap("b", "w3", map[string]string{"app": "web", "tier": "back"}),
+		configMap("a", "w1", map[string]string{appLabel: webApp, tierLabel: "front"}),
+		configMap("a", "w2", map[string]string{appLabel: webApp, tierLabel: "back"}),
+		configMap("b", "w3", map[string]string{appLabel: webApp, tierLabel: "back"}),
 	)
-	sel := fields.SelectorFromSet(fields.Set{"tier": "back", "app": "web"})
+	sel := fields.SelectorFromSet(fields.Set{tierLabel: "back", appLabel: webApp})
 	if err := validateFieldSelector(sel); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestCandidatesByFieldsUsesFirstRequirementAndFiltersTheRest(t *testing.T) {
 		t.Error("an empty field selector counted as exact")
 	}
 	missing := fields.SelectorFromSet(fields.Set{"nope": "x"}).Requirements()
-	if err := missingFieldIndexes(idx, missing, "ConfigMap"); err == nil {
+	if err := missingFieldIndexes(idx, missing, configMapKind); err == nil {
 		t.Error("missing index not reported")
 	}
 }

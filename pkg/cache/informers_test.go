@@ -146,7 +146,7 @@ func TestReaderFailOnMissingInformerReturnsErrResourceNotCached(t *testing.T) {
 
 func TestBlockingReadReturnsForbiddenPromptly(t *testing.T) {
 	api := newFakeAPI(t)
-	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC says no"))
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: configMapsResource}, "", errors.New("RBAC says no"))
 	api.setListError(forbidden)
 	c := newTestCache(t, api, crcache.Options{})
 	startCache(t, c)
@@ -185,7 +185,7 @@ func TestBlockingReadWaitsThroughTransientErrorsAndTimesOutWithTheLastOne(t *tes
 
 func TestWithWaitThroughSyncErrorsWaitsForTheContext(t *testing.T) {
 	api := newFakeAPI(t)
-	api.setListError(apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("no")))
+	api.setListError(apierrors.NewForbidden(schema.GroupResource{Resource: configMapsResource}, "", errors.New("no")))
 	c := newTestCache(t, api, crcache.Options{}, WithWaitThroughSyncErrors())
 	startCache(t, c)
 

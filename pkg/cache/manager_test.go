@@ -49,11 +49,11 @@ func TestEnvtestManagerReconcilesThroughDeltacache(t *testing.T) {
 	requireEnv(t)
 	ns := createNamespace(t, "manager")
 	app := "app-" + ns
-	create(t, newConfigMap(ns, "existing", map[string]string{"app": app}, nil))
+	create(t, newConfigMap(ns, "existing", map[string]string{appLabel: app}, nil))
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme.Scheme,
-		NewCache:               dcache.NewWith(dcache.WithLabelIndexes("app")),
+		NewCache:               dcache.NewWith(dcache.WithLabelIndexes(appLabel)),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: new(true)},
@@ -75,7 +75,7 @@ func TestEnvtestManagerReconcilesThroughDeltacache(t *testing.T) {
 		}))).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			var members corev1.ConfigMapList
-			err := mgr.GetClient().List(ctx, &members, client.InNamespace(req.Namespace), client.MatchingLabels{"app": app})
+			err := mgr.GetClient().List(ctx, &members, client.InNamespace(req.Namespace), client.MatchingLabels{appLabel: app})
 			if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -108,7 +108,7 @@ func TestEnvtestManagerReconcilesThroughDeltacache(t *testing.T) {
 		}
 	})
 
-	create(t, newConfigMap(ns, "added", map[string]string{"app": app}, nil))
+	create(t, newConfigMap(ns, "added", map[string]string{appLabel: app}, nil))
 	eventually(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()

@@ -105,7 +105,8 @@ func TestDashboardQueriesOnlyMetricsTheRegistryServes(t *testing.T) {
 	// Make every family have a series: a list error, a list, a watch, a handler call
 	// and a cache List.
 	api := newFakeAPI(t, configMap("a", "cm1", nil))
-	api.setListErrorFor(gvkConfigMap, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("no")))
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: configMapsResource}, "", errors.New("no"))
+	api.setListErrorFor(gvkConfigMap, forbidden)
 	c := newTestCache(t, api, crcache.Options{})
 	startCache(t, c)
 	inf, err := c.GetInformer(testCtx(t), &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
@@ -116,11 +117,11 @@ func TestDashboardQueriesOnlyMetricsTheRegistryServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pollCheck(t, "the Forbidden error", readyz(c), func(err error) bool {
+	_ = pollCheck(t, "the Forbidden error", readyz(c), func(err error) bool {
 		return err != nil && strings.Contains(err.Error(), "forbidden")
 	})
 	api.setListErrorFor(gvkConfigMap, nil)
-	pollCheck(t, "the handler to sync", func() error { return nil }, func(error) bool { return reg.HasSynced() })
+	_ = pollCheck(t, "the handler to sync", func() error { return nil }, func(error) bool { return reg.HasSynced() })
 	if err := c.List(testCtx(t), &corev1.ConfigMapList{}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ package cache_test
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,7 +81,7 @@ func newSprocket(ns, name string) *unstructured.Unstructured {
 	u.SetGroupVersionKind(sprocketGVK)
 	u.SetNamespace(ns)
 	u.SetName(name)
-	u.Object["spec"] = map[string]any{"size": int64(1)}
+	u.Object["spec"] = map[string]any{sizeField: int64(1)}
 	return u
 }
 
@@ -115,7 +115,7 @@ func crSeries(t *testing.T, labels map[string]string) map[string]float64 {
 			}
 			name := f.GetName()
 			if len(extra) > 0 {
-				sort.Strings(extra)
+				slices.Sort(extra)
 				name += "{" + strings.Join(extra, ",") + "}"
 			}
 			switch {
@@ -159,7 +159,8 @@ func TestEnvtestInformerMetricsCountObjectsAndEventsExactly(t *testing.T) {
 	if got, want := series["deltacache_informer_objects"], float64(len(all.Items)); got != want || want < 4 {
 		t.Fatalf("objects gauge after sync = %v, want %v (the sprockets on the server)", got, want)
 	}
-	if series["deltacache_informer_synced"] != 1 || series["deltacache_informer_list_objects_total"] != float64(len(all.Items)) {
+	if series["deltacache_informer_synced"] != 1 ||
+		series["deltacache_informer_list_objects_total"] != float64(len(all.Items)) {
 		t.Fatalf("synced %v, list objects %v; want 1 and %d", series["deltacache_informer_synced"],
 			series["deltacache_informer_list_objects_total"], len(all.Items))
 	}
@@ -174,7 +175,7 @@ func TestEnvtestInformerMetricsCountObjectsAndEventsExactly(t *testing.T) {
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
 			t.Fatal(err)
 		}
-		g.Object["spec"] = map[string]any{"size": int64(2)}
+		g.Object["spec"] = map[string]any{sizeField: int64(2)}
 		if err := k8sClient.Update(ctx, g); err != nil {
 			t.Fatal(err)
 		}

@@ -28,6 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// The object the mutation tests write, and the values they write into it.
+const (
+	mutatedKey   = "a/x"
+	changedValue = "changed"
+	mutatedValue = "mutated"
+)
+
 // mutations collects what the detector reports.
 type mutations chan error
 
@@ -64,7 +71,7 @@ var unsafeReads = crcache.Options{DefaultUnsafeDisableDeepCopy: new(true)}
 // assertDataMutation checks that m reports a/x's data.name changed from x to changed.
 func assertDataMutation(t *testing.T, m *MutationError, informerName string) {
 	t.Helper()
-	if m.Informer != informerName || m.Key != "a/x" || m.ResourceVersion != "5" {
+	if m.Informer != informerName || m.Key != mutatedKey || m.ResourceVersion != "5" {
 		t.Errorf("mutation of %s %s rv %s, want %s a/x rv 5", m.Informer, m.Key, m.ResourceVersion, informerName)
 	}
 	for _, want := range []string{`-  "name": "x"`, `+  "name": "changed"`} {
@@ -72,7 +79,7 @@ func assertDataMutation(t *testing.T, m *MutationError, informerName string) {
 			t.Errorf("diff lacks %q:\n%s", want, m.Diff)
 		}
 	}
-	if !strings.Contains(m.Error(), "a/x") || !strings.Contains(m.Error(), m.Diff) {
+	if !strings.Contains(m.Error(), mutatedKey) || !strings.Contains(m.Error(), m.Diff) {
 		t.Errorf("Error() = %q does not name the object and show the diff", m.Error())
 	}
 }
@@ -90,7 +97,7 @@ func TestMutationDetectorReportsAMutationOnTheNextRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	found.none(t)
-	cm.Data["name"] = "changed" // shares the cached map: deep copy is off
+	cm.Data["name"] = changedValue // shares the cached map: deep copy is off
 	if err := c.Get(ctx, key, &corev1.ConfigMap{}); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +123,7 @@ func TestMutationDetectorIgnoresCallersChangingTheirDeepCopies(t *testing.T) {
 	if err := c.List(ctx, &list); err != nil {
 		t.Fatal(err)
 	}
-	list.Items[0].Data["name"] = "changed"
+	list.Items[0].Data["name"] = changedValue
 	if err := c.List(ctx, &list); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +146,7 @@ func TestCheckMutationsReturnsEveryMutationWithoutReportingIt(t *testing.T) {
 		t.Fatalf("CheckMutations before any mutation: %v", err)
 	}
 	for i := range list.Items {
-		list.Items[i].Data["name"] = "changed"
+		list.Items[i].Data["name"] = changedValue
 	}
 	err := c.CheckMutations()
 	var mutation *MutationError
@@ -163,7 +170,7 @@ func TestMutationDetectorPeriodicCheckFindsMutations(t *testing.T) {
 	if err := c.List(testCtx(t), &list); err != nil {
 		t.Fatal(err)
 	}
-	list.Items[0].Data["name"] = "changed"
+	list.Items[0].Data["name"] = changedValue
 	// Waiters on the fake clock: the watch's stall timer and the detector's ticker.
 	waitUntil(t, "the detector's ticker", func() bool { return fc.Waiters() == 2 })
 	fc.Step(time.Minute)
@@ -181,10 +188,10 @@ func TestMutationDetectorComparesTheOldVersionWhenANewOneArrives(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "x"}, &cm); err != nil {
 		t.Fatal(err)
 	}
-	cm.Data["v"] = "mutated"
+	cm.Data["v"] = mutatedValue
 	f.Update(liveConfigMap("x", "uid-1", "1"))
 	m := found.next(t)
-	if m.Key != "a/x" || m.ResourceVersion != "2" || !strings.Contains(m.Diff, `+  "v": "mutated"`) {
+	if m.Key != mutatedKey || m.ResourceVersion != "2" || !strings.Contains(m.Diff, `+  "v": "mutated"`) {
 		t.Errorf("mutation %s rv %s diff:\n%s", m.Key, m.ResourceVersion, m.Diff)
 	}
 }
@@ -193,7 +200,8 @@ func TestMutationDetectorEnvironmentVariableTurnsItOnAndPanicsByDefault(t *testi
 	t.Setenv(mutationDetectorEnv, "true")
 	c := newTestCache(t, newFakeAPI(t, configMap("a", "x", nil)), unsafeReads)
 	if !c.settings.MutationDetector || c.settings.MutationCheckPeriod != time.Second {
-		t.Fatalf("settings: detector %t period %s, want on with 1s", c.settings.MutationDetector, c.settings.MutationCheckPeriod)
+		t.Fatalf("settings: detector %t period %s, want on with 1s", c.settings.MutationDetector,
+			c.settings.MutationCheckPeriod)
 	}
 	c.clock = clocktesting.NewFakeClock(time.Now()) // no periodic check while the test mutates
 	startCache(t, c)
@@ -203,7 +211,7 @@ func TestMutationDetectorEnvironmentVariableTurnsItOnAndPanicsByDefault(t *testi
 	if err := c.Get(ctx, key, &cm); err != nil {
 		t.Fatal(err)
 	}
-	cm.Data["name"] = "changed"
+	cm.Data["name"] = changedValue
 	defer func() {
 		r := recover()
 		mutation, ok := r.(*MutationError)

@@ -34,9 +34,9 @@ import (
 func namespacesFixture(t *testing.T, opts crcache.Options, options ...Option) (*Cache, *fakeAPI) {
 	t.Helper()
 	api := newFakeAPI(t,
-		configMap("a", "one", map[string]string{"app": "web"}),
-		configMap("b", "two", map[string]string{"app": "web"}),
-		configMap("c", "three", map[string]string{"app": "web"}),
+		configMap("a", "one", map[string]string{appLabel: webApp}),
+		configMap("b", "two", map[string]string{appLabel: webApp}),
+		configMap("c", "three", map[string]string{appLabel: webApp}),
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
 	)
 	c := newTestCache(t, api, opts, options...)
@@ -46,7 +46,7 @@ func namespacesFixture(t *testing.T, opts crcache.Options, options ...Option) (*
 
 func TestDefaultNamespacesRestrictWhatIsCachedAndRead(t *testing.T) {
 	opts := crcache.Options{DefaultNamespaces: map[string]crcache.Config{"a": {}, "b": {}}}
-	c, api := namespacesFixture(t, opts, WithLabelIndexes("app"))
+	c, api := namespacesFixture(t, opts, WithLabelIndexes(appLabel))
 	ctx := testCtx(t)
 
 	var list corev1.ConfigMapList
@@ -56,7 +56,7 @@ func TestDefaultNamespacesRestrictWhatIsCachedAndRead(t *testing.T) {
 	if got, want := keysOf(t, &list), []string{"a/one", "b/two"}; !slices.Equal(got, want) {
 		t.Errorf("List: got %v, want %v", got, want)
 	}
-	if err := c.List(ctx, &list, client.MatchingLabels{"app": "web"}, client.Limit(1)); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels{appLabel: webApp}, client.Limit(1)); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := keysOf(t, &list), []string{"a/one"}; !slices.Equal(got, want) {

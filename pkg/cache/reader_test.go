@@ -38,12 +38,12 @@ import (
 func readerFixture(t *testing.T, opts crcache.Options, options ...Option) *Cache {
 	t.Helper()
 	api := newFakeAPI(t,
-		configMap("a", "web-1", map[string]string{"app": "web", "tier": "front"}),
-		configMap("a", "web-2", map[string]string{"app": "web", "tier": "back"}),
-		configMap("a", "db-1", map[string]string{"app": "db", "tier": "back"}),
-		configMap("b", "web-1", map[string]string{"app": "web", "tier": "front"}),
+		configMap("a", "web-1", map[string]string{appLabel: webApp, tierLabel: "front"}),
+		configMap("a", "web-2", map[string]string{appLabel: webApp, tierLabel: "back"}),
+		configMap("a", "db-1", map[string]string{appLabel: "db", tierLabel: "back"}),
+		configMap("b", "web-1", map[string]string{appLabel: webApp, tierLabel: "front"}),
 		configMap("b", "plain", nil),
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"app": "web"}}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{appLabel: webApp}}},
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}},
 	)
 	c := newTestCache(t, api, opts, options...)
@@ -62,17 +62,17 @@ func TestGetReturnsDeepCopyWithGVKSet(t *testing.T) {
 	if got := cm.GroupVersionKind(); got != gvkConfigMap {
 		t.Errorf("GVK = %v, want %v", got, gvkConfigMap)
 	}
-	if cm.Data["name"] != "web-1" || cm.Labels["app"] != "web" {
+	if cm.Data["name"] != "web-1" || cm.Labels[appLabel] != webApp {
 		t.Errorf("got data %v labels %v", cm.Data, cm.Labels)
 	}
 	cm.Data["name"] = "mutated"
-	cm.Labels["app"] = "mutated"
+	cm.Labels[appLabel] = "mutated"
 
 	var again corev1.ConfigMap
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "web-1"}, &again); err != nil {
 		t.Fatal(err)
 	}
-	if again.Data["name"] != "web-1" || again.Labels["app"] != "web" {
+	if again.Data["name"] != "web-1" || again.Labels[appLabel] != webApp {
 		t.Errorf("cache was mutated through a Get result: data %v labels %v", again.Data, again.Labels)
 	}
 }
@@ -136,7 +136,7 @@ func TestGetMissingObjectReturnsNotFoundWithKindAsResource(t *testing.T) {
 		t.Fatal("not an APIStatus")
 	}
 	details := status.Status().Details
-	if details.Kind != "ConfigMap" || details.Name != "nope" || details.Group != "" {
+	if details.Kind != configMapKind || details.Name != "nope" || details.Group != "" {
 		t.Errorf("details = %+v, want kind ConfigMap name nope", details)
 	}
 }
@@ -196,17 +196,17 @@ func TestListAcrossNamespacesInNamespaceAndClusterScoped(t *testing.T) {
 }
 
 func TestListWithIndexedLabelEqualityUsesLabelIndex(t *testing.T) {
-	c := readerFixture(t, crcache.Options{}, WithLabelIndexes("app"))
+	c := readerFixture(t, crcache.Options{}, WithLabelIndexes(appLabel))
 	ctx := testCtx(t)
 
 	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.MatchingLabels{"app": "web"}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels{appLabel: webApp}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := sortedKeysOf(t, &list), []string{"a/web-1", "a/web-2", "b/web-1"}; !slices.Equal(got, want) {
 		t.Errorf("all namespaces: got %v, want %v", got, want)
 	}
-	if err := c.List(ctx, &list, client.InNamespace("a"), client.MatchingLabels{"app": "web"}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace("a"), client.MatchingLabels{appLabel: webApp}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := sortedKeysOf(t, &list), []string{"a/web-1", "a/web-2"}; !slices.Equal(got, want) {
@@ -218,11 +218,11 @@ func TestListWithIndexedLabelEqualityUsesLabelIndex(t *testing.T) {
 }
 
 func TestListWithSeveralIndexedLabelsReturnsTheIntersection(t *testing.T) {
-	c := readerFixture(t, crcache.Options{}, WithLabelIndexes("app", "tier"))
+	c := readerFixture(t, crcache.Options{}, WithLabelIndexes(appLabel, tierLabel))
 	ctx := testCtx(t)
 
 	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.MatchingLabels{"app": "web", "tier": "back"}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels{appLabel: webApp, tierLabel: "back"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := sortedKeysOf(t, &list), []string{"a/web-2"}; !slices.Equal(got, want) {
@@ -240,7 +240,7 @@ func TestListWithSeveralIndexedLabelsReturnsTheIntersection(t *testing.T) {
 		t.Errorf("%s: got %v, want %v", sel, got, want)
 	}
 
-	if err := c.List(ctx, &list, client.MatchingLabels{"app": "web", "tier": "nowhere"}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels{appLabel: webApp, tierLabel: "nowhere"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != 0 {
@@ -252,12 +252,12 @@ func TestListWithSeveralIndexedLabelsReturnsTheIntersection(t *testing.T) {
 }
 
 func TestListWithNonIndexableLabelSelectorFallsBackAndFilters(t *testing.T) {
-	c := readerFixture(t, crcache.Options{}, WithLabelIndexes("app"))
+	c := readerFixture(t, crcache.Options{}, WithLabelIndexes(appLabel))
 	ctx := testCtx(t)
 
 	var list corev1.ConfigMapList
 	// "tier" has no index, "app!=" cannot use one.
-	if err := c.List(ctx, &list, client.MatchingLabels{"tier": "front"}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels{tierLabel: "front"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := sortedKeysOf(t, &list), []string{"a/web-1", "b/web-1"}; !slices.Equal(got, want) {
@@ -276,9 +276,9 @@ func TestListWithNonIndexableLabelSelectorFallsBackAndFilters(t *testing.T) {
 }
 
 func TestListClusterScopedByLabelIndex(t *testing.T) {
-	c := readerFixture(t, crcache.Options{}, WithLabelIndexes("app"))
+	c := readerFixture(t, crcache.Options{}, WithLabelIndexes(appLabel))
 	var nodes corev1.NodeList
-	if err := c.List(testCtx(t), &nodes, client.MatchingLabels{"app": "web"}); err != nil {
+	if err := c.List(testCtx(t), &nodes, client.MatchingLabels{appLabel: webApp}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := keysOf(t, &nodes), []string{"n1"}; !slices.Equal(got, want) {
@@ -292,23 +292,23 @@ func TestListClusterScopedByLabelIndex(t *testing.T) {
 func TestListMatchingFieldsUsesFieldIndexAndFiltersFurtherRequirements(t *testing.T) {
 	c := readerFixture(t, crcache.Options{})
 	ctx := testCtx(t)
-	byTier := func(obj client.Object) []string { return []string{obj.GetLabels()["tier"]} }
-	byApp := func(obj client.Object) []string { return []string{obj.GetLabels()["app"]} }
-	if err := c.IndexField(ctx, &corev1.ConfigMap{}, "tier", byTier); err != nil {
+	byTier := func(obj client.Object) []string { return []string{obj.GetLabels()[tierLabel]} }
+	byApp := func(obj client.Object) []string { return []string{obj.GetLabels()[appLabel]} }
+	if err := c.IndexField(ctx, &corev1.ConfigMap{}, tierLabel, byTier); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.IndexField(ctx, &corev1.ConfigMap{}, "app", byApp); err != nil {
+	if err := c.IndexField(ctx, &corev1.ConfigMap{}, appLabel, byApp); err != nil {
 		t.Fatal(err)
 	}
 
 	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.MatchingFields{"tier": "front"}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingFields{tierLabel: "front"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := sortedKeysOf(t, &list), []string{"a/web-1", "b/web-1"}; !slices.Equal(got, want) {
 		t.Errorf("tier=front: got %v, want %v", got, want)
 	}
-	err := c.List(ctx, &list, client.InNamespace("a"), client.MatchingFields{"tier": "back", "app": "web"})
+	err := c.List(ctx, &list, client.InNamespace("a"), client.MatchingFields{tierLabel: "back", appLabel: webApp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestListFieldSelectorErrors(t *testing.T) {
 	ctx := testCtx(t)
 	var list corev1.ConfigMapList
 
-	err := c.List(ctx, &list, client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector("tier", "x")})
+	err := c.List(ctx, &list, client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector(tierLabel, "x")})
 	if err == nil || err.Error() != "non-exact field matches are not supported by the cache" {
 		t.Errorf("!= selector: err = %v", err)
 	}
@@ -346,21 +346,21 @@ func TestListFieldSelectorErrors(t *testing.T) {
 func TestListLimitStopsAfterThatManyMatches(t *testing.T) {
 	c := readerFixture(t, crcache.Options{})
 	var list corev1.ConfigMapList
-	if err := c.List(testCtx(t), &list, client.MatchingLabels{"app": "web"}, client.Limit(2)); err != nil {
+	if err := c.List(testCtx(t), &list, client.MatchingLabels{appLabel: webApp}, client.Limit(2)); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != 2 {
 		t.Fatalf("got %d items, want 2", len(list.Items))
 	}
 	for _, item := range list.Items {
-		if item.Labels["app"] != "web" {
+		if item.Labels[appLabel] != webApp {
 			t.Errorf("item %s/%s does not match app=web", item.Namespace, item.Name)
 		}
 	}
 }
 
 func TestListIntoReusedListReplacesItems(t *testing.T) {
-	c := readerFixture(t, crcache.Options{}, WithLabelIndexes("app"))
+	c := readerFixture(t, crcache.Options{}, WithLabelIndexes(appLabel))
 	ctx := testCtx(t)
 	list := &corev1.ConfigMapList{}
 	for range 3 {
@@ -371,7 +371,7 @@ func TestListIntoReusedListReplacesItems(t *testing.T) {
 	if len(list.Items) != 3 {
 		t.Errorf("got %d items after three Lists of 3, want 3", len(list.Items))
 	}
-	if err := c.List(ctx, list, client.MatchingLabels{"app": "none"}); err != nil {
+	if err := c.List(ctx, list, client.MatchingLabels{appLabel: "none"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != 0 {
@@ -380,14 +380,14 @@ func TestListIntoReusedListReplacesItems(t *testing.T) {
 }
 
 func TestListUnstructuredAndMetadataShapesUseTheirOwnInformers(t *testing.T) {
-	api := newFakeAPI(t, configMap("a", "x", map[string]string{"app": "web"}))
-	c := newTestCache(t, api, crcache.Options{}, WithLabelIndexes("app"))
+	api := newFakeAPI(t, configMap("a", "x", map[string]string{appLabel: webApp}))
+	c := newTestCache(t, api, crcache.Options{}, WithLabelIndexes(appLabel))
 	startCache(t, c)
 	ctx := testCtx(t)
 
 	ul := &unstructured.UnstructuredList{}
 	ul.SetGroupVersionKind(gvkConfigMap.GroupVersion().WithKind("ConfigMapList"))
-	if err := c.List(ctx, ul, client.MatchingLabels{"app": "web"}); err != nil {
+	if err := c.List(ctx, ul, client.MatchingLabels{appLabel: webApp}); err != nil {
 		t.Fatal(err)
 	}
 	if len(ul.Items) != 1 || ul.Items[0].GetName() != "x" || ul.Items[0].GroupVersionKind() != gvkConfigMap {
@@ -408,7 +408,7 @@ func TestListUnstructuredAndMetadataShapesUseTheirOwnInformers(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "x"}, pom); err != nil {
 		t.Fatal(err)
 	}
-	if pom.Labels["app"] != "web" || pom.GroupVersionKind() != gvkConfigMap {
+	if pom.Labels[appLabel] != webApp || pom.GroupVersionKind() != gvkConfigMap {
 		t.Errorf("metadata Get: got %+v", pom)
 	}
 
@@ -458,7 +458,7 @@ func TestKindMissingFromSchemeIsCachedAsUnstructured(t *testing.T) {
 }
 
 func TestListPathsAreExportedAsPrometheusCounters(t *testing.T) {
-	c := readerFixture(t, crcache.Options{}, WithLabelIndexes("app"))
+	c := readerFixture(t, crcache.Options{}, WithLabelIndexes(appLabel))
 	counter := func(path string) float64 {
 		var m dto.Metric
 		if err := listsTotal.WithLabelValues("", "v1", "Node", path).Write(&m); err != nil {
@@ -468,7 +468,7 @@ func TestListPathsAreExportedAsPrometheusCounters(t *testing.T) {
 	}
 	before := counter("label-index")
 	var nodes corev1.NodeList
-	if err := c.List(testCtx(t), &nodes, client.MatchingLabels{"app": "web"}); err != nil {
+	if err := c.List(testCtx(t), &nodes, client.MatchingLabels{appLabel: webApp}); err != nil {
 		t.Fatal(err)
 	}
 	if got := counter("label-index") - before; got != 1 {

@@ -65,8 +65,8 @@ func TestScopesWithoutOptionsAreOneUnrestrictedScopeWithControllerRuntimeDefault
 func TestScopesFollowByObjectThenDefaultNamespacesThenDefaults(t *testing.T) {
 	byObjectLabel := labels.SelectorFromSet(labels.Set{"from": "byobject"})
 	nsLabel := labels.SelectorFromSet(labels.Set{"from": "namespace"})
-	defaultLabel := labels.SelectorFromSet(labels.Set{"from": "default"})
-	defaultField := fields.OneTermEqualSelector("metadata.name", "default")
+	defaultLabel := labels.SelectorFromSet(labels.Set{"from": defaultNamespace})
+	defaultField := fields.OneTermEqualSelector("metadata.name", defaultNamespace)
 	r := resolve(t, crcache.Options{
 		DefaultLabelSelector:         defaultLabel,
 		DefaultFieldSelector:         defaultField,

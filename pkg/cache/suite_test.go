@@ -41,6 +41,12 @@ import (
 	dcache "github.com/deltacache/deltacache/pkg/cache"
 )
 
+// Names many envtest tests share.
+const (
+	appLabel  = "app"  // label key of the "label:app" index
+	sizeField = "size" // a field of the Widget and Sprocket custom resources' spec
+)
+
 // One envtest control plane serves every envtest test of the package. It starts on the
 // first test that needs it (so unit-test-only runs stay fast) and stops in TestMain.
 

@@ -73,7 +73,8 @@ func TestWaitForCacheSyncReturnsFalseOnceEveryUnsyncedInformerIsForbidden(t *tes
 		t.Errorf("SyncError(Pod) = %v, want Forbidden", err)
 	}
 	var lwe *informer.ListWatchError
-	if err := c.SyncError(gvkPod); !errors.As(err, &lwe) || lwe.Reason != informer.ReasonForbidden || lwe.Name != "Pod.v1" {
+	err := c.SyncError(gvkPod)
+	if !errors.As(err, &lwe) || lwe.Reason != informer.ReasonForbidden || lwe.Name != "Pod.v1" {
 		t.Errorf("SyncError(Pod) = %#v, want the Pod.v1 informer's ListWatchError with reason Forbidden", err)
 	}
 	if err := c.SyncError(gvkConfigMap); err != nil {
@@ -152,7 +153,8 @@ func TestWaitForCacheSyncTurnsTrueAndSyncErrorNilOnceTheErrorIsFixed(t *testing.
 
 func TestNotFoundListIsReportedAsNoKindMatchNotAsAMissingObject(t *testing.T) {
 	api := newFakeAPI(t)
-	api.setListErrorFor(gvkWidget, apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "widgets"}, ""))
+	api.setListErrorFor(gvkWidget,
+		apierrors.NewNotFound(schema.GroupResource{Group: exampleGroup, Resource: "widgets"}, ""))
 	c := newTestCache(t, api, crcache.Options{})
 	startCache(t, c)
 

@@ -32,7 +32,7 @@ import (
 
 var managedFields = []metav1.ManagedFieldsEntry{{
 	Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-	FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:name":{}}}`)},
+	FieldsType: fieldsV1Type, FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:name":{}}}`),
 }}
 
 // managedConfigMap is configMap with managedFields and owner references.
@@ -48,7 +48,7 @@ func TestManagedFieldsAreStrippedByDefaultAndKeptOnRequest(t *testing.T) {
 		options []Option
 		want    int
 	}{
-		{"default", nil, 0},
+		{defaultNamespace, nil, 0},
 		{"WithKeepManagedFields", []Option{WithKeepManagedFields()}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,7 +120,7 @@ func TestUserTransformRunsOnceAndManagedFieldsAreStrippedFromItsResult(t *testin
 				t.Fatal(err)
 			}
 			for _, cm := range list.Items {
-				if len(cm.ManagedFields) != 0 || cm.Annotations["transformed"] != "ConfigMap" {
+				if len(cm.ManagedFields) != 0 || cm.Annotations["transformed"] != configMapKind {
 					t.Errorf("%s: managedFields %d, annotations %v; want stripped and transformed (with the kind set)",
 						cm.Name, len(cm.ManagedFields), cm.Annotations)
 				}
@@ -140,10 +140,11 @@ func distinctPod(name string) *corev1.Pod {
 		Namespace:    strings.Clone("shop"),
 		Name:         name,
 		GenerateName: strings.Clone("web-7d4b9c-"),
-		Labels:       map[string]string{strings.Clone("app"): strings.Clone("web")},
+		Labels:       map[string]string{strings.Clone(appLabel): strings.Clone(webApp)},
 		Annotations:  map[string]string{strings.Clone("owner"): "team-" + name},
 		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: strings.Clone("apps/v1"), Kind: strings.Clone("ReplicaSet"), Name: strings.Clone("web-7d4b9c"), UID: "rs",
+			APIVersion: strings.Clone("apps/v1"), Kind: strings.Clone("ReplicaSet"),
+			Name: strings.Clone("web-7d4b9c"), UID: "rs",
 		}},
 	}}
 }
@@ -164,7 +165,7 @@ func TestRepeatedMetadataStringsAreInternedUnlessDisabled(t *testing.T) {
 		options []Option
 		shared  bool
 	}{
-		{"default", nil, true},
+		{defaultNamespace, nil, true},
 		{"WithoutStringInterning", []Option{WithoutStringInterning()}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,7 +183,7 @@ func TestRepeatedMetadataStringsAreInternedUnlessDisabled(t *testing.T) {
 				"namespace":          {a.Namespace, b.Namespace},
 				"generateName":       {a.GenerateName, b.GenerateName},
 				"label key":          {labelKey(a.Labels), labelKey(b.Labels)},
-				"label value":        {a.Labels["app"], b.Labels["app"]},
+				"label value":        {a.Labels[appLabel], b.Labels[appLabel]},
 				"annotation key":     {labelKey(a.Annotations), labelKey(b.Annotations)},
 				"owner apiVersion":   {a.OwnerReferences[0].APIVersion, b.OwnerReferences[0].APIVersion},
 				"owner kind":         {a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind},
@@ -204,10 +205,10 @@ func TestRepeatedMetadataStringsAreInternedUnlessDisabled(t *testing.T) {
 
 func TestInternTableIsBoundedAndKeepsHotStringsShared(t *testing.T) {
 	table := newInternTable()
-	hot := table.internLocked(strings.Clone("app"))
+	hot := table.internLocked(strings.Clone(appLabel))
 	for i := range 5 * internGenerationSize {
 		table.internLocked(fmt.Sprintf("unique-%d", i))
-		if got := table.internLocked(strings.Clone("app")); dataOf(got) != dataOf(hot) {
+		if got := table.internLocked(strings.Clone(appLabel)); dataOf(got) != dataOf(hot) {
 			t.Fatalf("after %d unique strings the hot string lost its shared copy", i)
 		}
 	}

@@ -33,13 +33,14 @@ import (
 // is the readers' CPU and the garbage collection of their result slices.
 // Run with -v for the ratios.
 func BenchmarkStoreWritesWithListReaders(b *testing.B) {
-	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, "app": labelIndex("app")}
+	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
+		appLabel: labelIndex(appLabel)}
 	stores := []struct {
 		name string
 		new  func() toolscache.Indexer
 	}{
 		{"deltacache", func() toolscache.Indexer { return NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers) }},
-		{"client-go", func() toolscache.Indexer { return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers) }},
+		{clientGoName, func() toolscache.Indexer { return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers) }},
 	}
 	const objects = 10000
 	// Two versions of every pod, so each write replaces the stored object;
@@ -130,14 +131,14 @@ func BenchmarkPipeline(b *testing.B) {
 	f := informertest.New(&corev1.Pod{})
 	f.ScriptList(informertest.ListResponse{ResourceVersion: "1"})
 	f.ScriptWatch(informertest.WatchResponse{})
-	s := NewSharedIndexInformer(f, &corev1.Pod{}, Options{Indexers: toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}})
+	s := NewSharedIndexInformer(f, &corev1.Pod{},
+		Options{Indexers: toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}})
 	var handled atomic.Int64
 	_, _ = s.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { handled.Add(1) },
 		UpdateFunc: func(any, any) { handled.Add(1) },
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := b.Context()
 	go s.RunWithContext(ctx)
 	stream, err := f.WaitForWatch(ctx, 0)
 	if err != nil {
@@ -169,13 +170,14 @@ func benchStores() []struct {
 	name string
 	new  func() toolscache.Indexer
 } {
-	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc, "app": labelIndex("app")}
+	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
+		appLabel: labelIndex(appLabel)}
 	return []struct {
 		name string
 		new  func() toolscache.Indexer
 	}{
 		{"deltacache", func() toolscache.Indexer { return NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers) }},
-		{"client-go", func() toolscache.Indexer { return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers) }},
+		{clientGoName, func() toolscache.Indexer { return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers) }},
 	}
 }
 
@@ -249,4 +251,48 @@ func BenchmarkIndexerMemoryPerObject(b *testing.B) {
 			b.ReportMetric(perObject, "B/object")
 		})
 	}
+}
+
+// syncHeapKeep keeps the last synced informer of BenchmarkInitialSync alive
+// until the benchmark ends, so that -memprofile shows what it retains.
+var syncHeapKeep *SharedIndexInformer
+
+// BenchmarkInitialSync measures one initial sync of 10k pods (one LIST page
+// → DeltaFIFO → Indexer with the namespace and "app" indexes → one handler,
+// until the handler's registration has synced), and reports the live heap
+// the synced informer holds beyond the pods themselves, as B/pod.
+func BenchmarkInitialSync(b *testing.B) {
+	const n = 10000
+	items := make([]runtime.Object, n)
+	for i := range items {
+		items[i] = pod(fmt.Sprintf("ns%d", i%20), fmt.Sprintf("p%d", i), strconv.Itoa(i+1),
+			fmt.Sprintf("app=a%d", i%200))
+	}
+	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
+		appLabel: labelIndex(appLabel)}
+	var heap float64
+	b.ReportAllocs()
+	for b.Loop() {
+		var before, after goruntime.MemStats
+		syncHeapKeep = nil
+		goruntime.GC()
+		goruntime.ReadMemStats(&before)
+		f := informertest.New(&corev1.Pod{})
+		f.ScriptList(informertest.ListResponse{Items: items, ResourceVersion: strconv.Itoa(n + 1)})
+		f.ScriptWatch(informertest.WatchResponse{})
+		s := NewSharedIndexInformer(f, &corev1.Pod{}, Options{Indexers: indexers, DisableWatchList: true})
+		reg, err := s.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) {}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(b.Context())
+		go s.RunWithContext(ctx)
+		<-reg.HasSyncedChecker().Done()
+		goruntime.GC()
+		goruntime.ReadMemStats(&after)
+		heap = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+		syncHeapKeep = s
+		cancel()
+	}
+	b.ReportMetric(heap, "heap-B/pod")
 }

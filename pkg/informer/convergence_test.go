@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -41,7 +42,7 @@ func (c *seqChecker) OnUpdate(_, obj any) {
 	c.apply("update", obj, func(present bool) bool { return present })
 }
 func (c *seqChecker) OnDelete(obj any) {
-	c.apply("delete", obj, func(present bool) bool { return present })
+	c.apply(verbDelete, obj, func(present bool) bool { return present })
 }
 
 func (c *seqChecker) apply(op string, obj any, ok func(present bool) bool) {
@@ -55,7 +56,7 @@ func (c *seqChecker) apply(op string, obj any, ok func(present bool) bool) {
 	if !ok(present) {
 		c.violations = append(c.violations, fmt.Sprintf("%s %s (present=%v)", op, key, present))
 	}
-	if op == "delete" {
+	if op == verbDelete {
 		c.dead[c.uids[key]] = true
 		delete(c.model, key)
 		delete(c.uids, key)
@@ -81,9 +82,7 @@ func (c *seqChecker) snapshot() (map[string]string, []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := make(map[string]string, len(c.model))
-	for k, v := range c.model {
-		m[k] = v
-	}
+	maps.Copy(m, c.model)
 	return m, append([]string(nil), c.violations...)
 }
 
@@ -119,9 +118,9 @@ func testSeed(t *testing.T) uint64 {
 func TestInformerConvergesToServerStateUnderChurn(t *testing.T) {
 	seed := testSeed(t)
 	t.Logf("seed %d (INFORMER_TEST_SEED=%d to reproduce)", seed, seed)
-	for _, mode := range []string{"paginated LIST", "WatchList"} {
+	for _, mode := range []string{"paginated LIST", modeWatchList} {
 		t.Run(mode, func(t *testing.T) {
-			convergeUnderChurn(t, rand.New(rand.NewPCG(seed, 1)), mode == "WatchList")
+			convergeUnderChurn(t, rand.New(rand.NewPCG(seed, 1)), mode == modeWatchList)
 		})
 	}
 }

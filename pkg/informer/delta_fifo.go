@@ -110,6 +110,12 @@ type DeltaFIFO struct {
 	cond  sync.Cond
 	items map[string]Deltas
 	queue []string
+	// highWater is the most keys queued at once since the items map was
+	// last released (see releaseDrainedLocked).
+	highWater int
+	// spare are emptied Deltas arrays of popped keys, reused for keys that
+	// get queued again (at most maxSpare).
+	spare []Deltas
 
 	// populated is set by the first Replace, Add, Update or Delete;
 	// initialPopulationCount counts the keys of the first Replace still to be
@@ -121,7 +127,9 @@ type DeltaFIFO struct {
 
 	processing    bool
 	processingKey string
-	closed        bool
+	// inFlight are the keys of the batch being processed (popBatch).
+	inFlight map[string]struct{}
+	closed   bool
 
 	receivedRV string // newest RV received (object RV, list RV or bookmark)
 	appliedRV  string // last RV handed to known objects
@@ -186,8 +194,7 @@ func (f *DeltaFIFO) Delete(obj any) error {
 		return toolscache.KeyError{Obj: obj, Err: err}
 	}
 	_, queued := f.items[key]
-	inFlight := f.processing && f.processingKey == key
-	if !queued && !inFlight {
+	if !queued && !f.inFlightLocked(key) {
 		if f.known == nil {
 			return nil
 		}
@@ -210,7 +217,16 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 	for f.processing {
 		f.cond.Wait()
 	}
-	listed := make(map[string]struct{}, len(list))
+	// listed is needed only to find keys the list no longer has: none if
+	// nothing is queued or stored (the initial list).
+	var knownKeys []string
+	if f.known != nil {
+		knownKeys = f.known.ListKeys()
+	}
+	var listed map[string]struct{}
+	if len(f.items) > 0 || len(knownKeys) > 0 {
+		listed = make(map[string]struct{}, len(list))
+	}
 	var errs []error
 	for _, obj := range list {
 		obj, err := f.transformed(Replaced, obj)
@@ -223,8 +239,14 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 			errs = append(errs, toolscache.KeyError{Obj: obj, Err: err})
 			continue
 		}
-		listed[key] = struct{}{}
+		if listed != nil {
+			listed[key] = struct{}{}
+		}
 		f.appendLocked(key, Delta{Type: Replaced, Object: obj})
+	}
+	if listed == nil {
+		f.finishReplaceLocked(resourceVersion)
+		return errors.Join(errs...)
 	}
 
 	// Queued keys the list no longer has.
@@ -240,7 +262,7 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 	}
 	// Stored keys the list no longer has.
 	if f.known != nil {
-		for _, key := range f.known.ListKeys() {
+		for _, key := range knownKeys {
 			if _, ok := listed[key]; ok {
 				continue
 			}
@@ -255,6 +277,13 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 		}
 	}
 
+	f.finishReplaceLocked(resourceVersion)
+	return errors.Join(errs...)
+}
+
+// finishReplaceLocked ends a Replace: the first one defines the initial
+// list; resourceVersion is received.
+func (f *DeltaFIFO) finishReplaceLocked(resourceVersion string) {
 	if !f.populated {
 		f.populated = true
 		f.initialPopulationCount = len(f.queue)
@@ -264,7 +293,6 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 	}
 	f.checkSyncedLocked()
 	f.maybeApplyRVLocked()
-	return errors.Join(errs...)
 }
 
 // Resync queues a Sync delta with the stored object for every known key that
@@ -280,7 +308,7 @@ func (f *DeltaFIFO) Resync() error {
 		if _, queued := f.items[key]; queued {
 			continue
 		}
-		if f.processing && f.processingKey == key {
+		if f.inFlightLocked(key) {
 			continue
 		}
 		obj, exists, err := f.known.GetByKey(key)
@@ -323,6 +351,7 @@ func (f *DeltaFIFO) Pop(process PopProcessFunc) error {
 	f.queue = f.queue[1:]
 	deltas := f.items[key]
 	delete(f.items, key)
+	f.releaseDrainedLocked()
 	initial := !f.hasSyncedLocked()
 	f.processing, f.processingKey = true, key
 	f.mu.Unlock()
@@ -339,6 +368,108 @@ func (f *DeltaFIFO) Pop(process PopProcessFunc) error {
 		f.mu.Unlock()
 	}()
 	return process(deltas, initial)
+}
+
+// poppedKey is one key popped by popBatch, with its Deltas; initial is true
+// for the items of the first Replace (isInInitialList).
+type poppedKey struct {
+	key     string
+	deltas  Deltas
+	initial bool
+}
+
+// popBatch is Pop for up to max keys at once: it waits for a queued key,
+// removes the oldest keys (at most max) with their Deltas and calls process
+// with them, in queue order, and the number of keys still queued, without
+// holding the queue lock. The keys count
+// as in flight (for Delete, Replace and Resync) until process returns, and
+// the initial-list items among them count as popped (for HasSynced) only
+// then.
+func (f *DeltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued int) error) error {
+	f.mu.Lock()
+	for len(f.queue) == 0 || f.closed {
+		if f.closed {
+			f.mu.Unlock()
+			return ErrFIFOClosed
+		}
+		f.cond.Wait()
+	}
+	n := min(maxKeys, len(f.queue))
+	// As Pop: a key is initial while the initial list is not fully popped.
+	initial := n
+	if f.populated {
+		initial = min(n, f.initialPopulationCount)
+	}
+	if f.inFlight == nil {
+		f.inFlight = make(map[string]struct{}, n)
+	}
+	batch := make([]poppedKey, 0, n)
+	for i, key := range f.queue[:n] {
+		batch = append(batch, poppedKey{key: key, deltas: f.items[key], initial: i < initial})
+		delete(f.items, key)
+		f.inFlight[key] = struct{}{}
+		f.queue[i] = ""
+	}
+	f.queue = f.queue[n:]
+	f.releaseDrainedLocked()
+	queued := len(f.queue)
+	f.processing = true
+	f.mu.Unlock()
+
+	err := process(batch, queued)
+
+	f.mu.Lock()
+	for i := range batch {
+		if len(f.spare) >= maxSpare {
+			break
+		}
+		if ds := batch[i].deltas; cap(ds) > 0 && cap(ds) <= 4 {
+			clear(ds)
+			f.spare = append(f.spare, ds[:0])
+		}
+	}
+	f.processing = false
+	clear(f.inFlight)
+	if len(f.queue) == 0 && n > drainedRelease {
+		f.inFlight = nil // a map never shrinks
+	}
+	if f.initialPopulationCount > 0 {
+		f.initialPopulationCount -= min(n, f.initialPopulationCount)
+		f.checkSyncedLocked()
+	}
+	f.maybeApplyRVLocked()
+	f.cond.Broadcast()
+	f.mu.Unlock()
+	return err
+}
+
+// drainedRelease is the number of distinct keys queued at once above which
+// a drained queue gives its map and array back to the garbage collector
+// (a Go map never shrinks): after an initial list, the FIFO would otherwise
+// hold tens of bytes per listed object for the informer's life.
+const drainedRelease = 256
+
+// releaseDrainedLocked replaces the items map and queue array by small
+// ones when the queue is empty and they once held many keys.
+func (f *DeltaFIFO) releaseDrainedLocked() {
+	if len(f.queue) > 0 || f.highWater <= drainedRelease {
+		return
+	}
+	f.items = map[string]Deltas{}
+	f.queue = nil
+	f.highWater = 0
+}
+
+// inFlightLocked reports whether key is being processed (Pop or popBatch).
+func (f *DeltaFIFO) inFlightLocked(key string) bool {
+	if !f.processing {
+		return false
+	}
+	if f.processingKey == key {
+		return true
+	}
+	_, ok := f.inFlight[key]
+	return ok
 }
 
 // HasSynced reports whether every key of the first Replace has been popped
@@ -438,12 +569,21 @@ func (f *DeltaFIFO) queueLocked(t DeltaType, obj any) error {
 	return nil
 }
 
+// maxSpare bounds the Deltas arrays a DeltaFIFO keeps for reuse.
+const maxSpare = 1024
+
 // appendLocked merges d into key's Deltas and queues key if it was not.
 func (f *DeltaFIFO) appendLocked(key string, d Delta) {
 	old, queued := f.items[key]
+	if !queued && len(f.spare) > 0 {
+		old = f.spare[len(f.spare)-1]
+		f.spare[len(f.spare)-1] = nil
+		f.spare = f.spare[:len(f.spare)-1]
+	}
 	f.items[key] = mergeDelta(old, d)
 	if !queued {
 		f.queue = append(f.queue, key)
+		f.highWater = max(f.highWater, len(f.queue))
 	}
 	f.cond.Broadcast()
 }
@@ -463,6 +603,9 @@ func (f *DeltaFIFO) appendLocked(key string, d Delta) {
 func mergeDelta(ds Deltas, d Delta) Deltas {
 	n := len(ds)
 	if n == 0 {
+		if cap(ds) > 0 {
+			return append(ds, d)
+		}
 		return Deltas{d}
 	}
 	last := ds[n-1]

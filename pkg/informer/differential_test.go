@@ -47,7 +47,7 @@ func newDiffHandler() *diffHandler { return &diffHandler{newRecorder()} }
 func (h *diffHandler) OnAdd(obj any, initial bool) {
 	e := "add@" + rvOf(obj)
 	if initial {
-		e += " initial"
+		e += initialSuffix
 	}
 	h.record(keyOfObj(obj), e)
 }
@@ -56,7 +56,7 @@ func (h *diffHandler) OnUpdate(oldObj, newObj any) {
 	h.record(keyOfObj(newObj), "update@"+rvOf(oldObj)+"->"+rvOf(newObj))
 }
 
-func (h *diffHandler) OnDelete(obj any) { h.record(keyOfObj(obj), "delete") }
+func (h *diffHandler) OnDelete(obj any) { h.record(keyOfObj(obj), verbDelete) }
 
 // view is the handler's last-seen state per key: the RV of its last add or
 // update, keys whose last notification was a delete left out.
@@ -66,10 +66,10 @@ func (h *diffHandler) view() map[string]string {
 	out := map[string]string{}
 	for key, events := range h.byKey {
 		last := events[len(events)-1]
-		if last == "delete" {
+		if last == verbDelete {
 			continue
 		}
-		rv := strings.TrimSuffix(last[strings.LastIndexAny(last, "@>")+1:], " initial")
+		rv := strings.TrimSuffix(last[strings.LastIndexAny(last, "@>")+1:], initialSuffix)
 		out[key] = rv
 	}
 	return out
@@ -109,11 +109,12 @@ type diffPair struct {
 	oursH, referencH *diffHandler
 }
 
-func startDiffPair(t *testing.T, f *informertest.Fake, oursHandler, referenceHandler toolscache.ResourceEventHandler) *diffPair {
+func startDiffPair(t *testing.T, f *informertest.Fake,
+	oursHandler, referenceHandler toolscache.ResourceEventHandler) *diffPair {
 	t.Helper()
 	p := &diffPair{
 		f:         f,
-		ours:      newPodInformer(f, Options{Name: "ours"}),
+		ours:      newPodInformer(f, Options{Name: oursName}),
 		reference: toolscache.NewSharedIndexInformer(f, &corev1.Pod{}, 0, toolscache.Indexers{}),
 		oursH:     newDiffHandler(),
 		referencH: newDiffHandler(),
@@ -152,12 +153,12 @@ func (p *diffPair) quiesce(t *testing.T, step string) {
 }
 
 func TestDifferentialScenarioMatchesClientGo(t *testing.T) {
-	for _, mode := range []string{"paginated LIST", "WatchList"} {
+	for _, mode := range []string{"paginated LIST", modeWatchList} {
 		t.Run(mode, func(t *testing.T) {
 			f := informertest.New(&corev1.Pod{})
-			f.ServeWatchList(mode == "WatchList")
+			f.ServeWatchList(mode == modeWatchList)
 			for i := range 5 {
-				f.Create(pod("a", fmt.Sprintf("p%d", i), "", "app=web"))
+				f.Create(pod("a", fmt.Sprintf("p%d", i), "", appWeb))
 			}
 			p := startDiffPair(t, f, nil, nil)
 			p.quiesce(t, "initial list")
@@ -168,8 +169,8 @@ func TestDifferentialScenarioMatchesClientGo(t *testing.T) {
 			}{
 				{"create", func() { f.Create(pod("a", "p5", "")) }},
 				{"update", func() { f.Update(pod("a", "p1", "", "app=db")) }},
-				{"update again", func() { f.Update(pod("a", "p1", "", "app=web")) }},
-				{"delete", func() { f.Delete(pod("a", "p2", "")) }},
+				{"update again", func() { f.Update(pod("a", "p1", "", appWeb)) }},
+				{verbDelete, func() { f.Delete(pod("a", "p2", "")) }},
 				{"re-create", func() { f.Create(pod("a", "p2", "")) }},
 				{"disconnect, then update", func() { f.CloseWatches(); f.Update(pod("a", "p3", "")) }},
 				{"bookmark", f.SendBookmark},
@@ -186,7 +187,7 @@ func TestDifferentialScenarioMatchesClientGo(t *testing.T) {
 			var unchanged []string
 			for k, seq := range ref {
 				var kept []string
-				for _, e := range strings.Split(seq, ", ") {
+				for e := range strings.SplitSeq(seq, ", ") {
 					if from, to, ok := strings.Cut(strings.TrimPrefix(e, "update@"), "->"); ok && from == to {
 						unchanged = append(unchanged, k)
 						continue
@@ -197,7 +198,8 @@ func TestDifferentialScenarioMatchesClientGo(t *testing.T) {
 			}
 			sortStrings(unchanged)
 			unchanged = slices.DeleteFunc(unchanged, func(k string) bool { return k == "a/p4" }) // deleted around the relist
-			equalStrings(t, "client-go's relist updates of unchanged objects", unchanged, []string{"a/p0", "a/p1", "a/p2", "a/p3", "a/p5"})
+			equalStrings(t, "client-go's relist updates of unchanged objects", unchanged,
+				[]string{"a/p0", "a/p1", "a/p2", "a/p3", "a/p5"})
 			if !maps.Equal(ours, ref) {
 				for _, k := range sortedKeysOf(ours, ref) {
 					if ours[k] != ref[k] {
@@ -247,7 +249,7 @@ func TestDifferentialBurstIsCoalescedOnlyByUs(t *testing.T) {
 	p := startDiffPair(t, f, blockedOurs, blockedRef)
 	// The first update reaches both blocked handlers, which block in it.
 	f.Update(pod("a", "p0", ""))
-	for name, h := range map[string]*diffHandler{"ours": blockedOurs, "client-go": blockedRef} {
+	for name, h := range map[string]*diffHandler{oursName: blockedOurs, clientGoName: blockedRef} {
 		eventually(t, 20*time.Second, name+" blocked handler in its first update", func() bool { return h.count() == 2 })
 	}
 	const burst = 20
@@ -258,7 +260,7 @@ func TestDifferentialBurstIsCoalescedOnlyByUs(t *testing.T) {
 	close(gateOurs)
 	close(gateRef)
 	final := rvOf(f.Objects()[0])
-	for name, h := range map[string]*diffHandler{"ours": blockedOurs, "client-go": blockedRef} {
+	for name, h := range map[string]*diffHandler{oursName: blockedOurs, clientGoName: blockedRef} {
 		eventually(t, 20*time.Second, name+" blocked handler at the final state", func() bool {
 			return h.view()["a/p0"] == final
 		})
@@ -269,7 +271,7 @@ func TestDifferentialBurstIsCoalescedOnlyByUs(t *testing.T) {
 	if n := len(blockedRef.forKey("a/p0")); n != 1+burst {
 		t.Fatalf("client-go delivered %d notifications, want %d", n, 1+burst)
 	}
-	equalStrings(t, "ours", blockedOurs.forKey("a/p0"), []string{"add@2 initial", "update@2->3", "update@3->" + final})
+	equalStrings(t, oursName, blockedOurs.forKey("a/p0"), []string{"add@2 initial", "update@2->3", "update@3->" + final})
 	if final != "22" {
 		t.Fatalf("final RV %s, want 22", final)
 	}

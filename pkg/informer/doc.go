@@ -134,9 +134,12 @@
 // the ratios) measures writes/s with and without 10 listing goroutines,
 // ours against client-go's store in the same run.
 //
-// Metrics. Lists installed, list/watch errors by operation and reason,
-// handler panics, and whether each informer has synced
-// (deltacache_informer_*; see RegisterMetrics). client-go has no reflector
+// Metrics. Every stage is measured (deltacache_informer_* and
+// deltacache_handler_*, labelled group/version/kind/shape; see metrics.go and
+// RegisterMetrics): objects stored, sync state and duration, list requests,
+// pages and durations, watch starts, events by type and bookmarks, relists by
+// cause, errors by operation and reason, freshness, DeltaFIFO depth, and per
+// handler pending keys, call latency and panics. client-go has no reflector
 // metrics.
 //
 // WatchList by default, never an endless wait. The initial list and every

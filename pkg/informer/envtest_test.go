@@ -79,7 +79,8 @@ func requireAPIServer(t *testing.T) *rest.Config {
 	envOnce.Do(func() {
 		dir := assetsDir()
 		if dir == "" {
-			envSkip = "no envtest binaries (kube-apiserver, etcd): set KUBEBUILDER_ASSETS=$(bash hack/envtest-binaries.sh) or build them into bin/k8s"
+			envSkip = "no envtest binaries (kube-apiserver, etcd): " +
+				"set KUBEBUILDER_ASSETS=$(bash hack/envtest-binaries.sh) or build them into bin/k8s"
 			return
 		}
 		testEnv = &envtest.Environment{BinaryAssetsDirectory: dir}
@@ -172,11 +173,13 @@ func seedNamespace(t *testing.T, cs kubernetes.Interface, prefix string, n int) 
 	t.Helper()
 	ctx := context.Background()
 	ns := fmt.Sprintf("%s-%d", prefix, namespaces.Add(1))
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%03d", i)}, Data: map[string]string{"i": fmt.Sprint(i)}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%03d", i)},
+			Data: map[string]string{"i": fmt.Sprint(i)}}
 		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +300,8 @@ func TestEnvtestTypedRESTAdapterStreamsInitialListOverProtobuf(t *testing.T) {
 
 	// The stream goes on as the watch: later changes arrive without a new request.
 	ctx := context.Background()
-	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, "cm-000", metav1.DeleteOptions{}); err != nil {
@@ -317,8 +321,8 @@ func TestEnvtestMetadataAdapterStreamsInitialListWithGVK(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ns, want := seedNamespace(t, cs, "informer-metadata", 60)
 
-	lw := &recordingLW{ListWatch: informer.NewMetadataListWatch(metadata.NewForConfigOrDie(cfg), configMapsGVR, configMapGVK, true,
-		informer.ListWatchOptions{Namespace: ns, AllowWatchBookmarks: true})}
+	lw := &recordingLW{ListWatch: informer.NewMetadataListWatch(metadata.NewForConfigOrDie(cfg),
+		configMapsGVR, configMapGVK, true, informer.ListWatchOptions{Namespace: ns, AllowWatchBookmarks: true})}
 	example := &metav1.PartialObjectMetadata{}
 	example.SetGroupVersionKind(configMapGVK)
 	s := informer.NewSharedIndexInformer(lw, example, informer.Options{Name: "configmaps-metadata"})

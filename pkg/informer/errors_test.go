@@ -15,8 +15,13 @@ import (
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
 
+// connRefused is the error a dial to a closed port returns.
+func connRefused() *net.OpError {
+	return &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+}
+
 func TestErrorClassification(t *testing.T) {
-	refused := &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	refused := connRefused()
 	cases := []struct {
 		err    error
 		reason string
@@ -36,7 +41,7 @@ func TestErrorClassification(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%v", tc.reason, tc.err), func(t *testing.T) {
-			lwe := classify("pods", "watch", tc.err)
+			lwe := classify(podsResource, "watch", tc.err)
 			if lwe.Reason != tc.reason {
 				t.Fatalf("reason %s, want %s", lwe.Reason, tc.reason)
 			}

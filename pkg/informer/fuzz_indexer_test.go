@@ -28,7 +28,7 @@ func modelLabelIndex(key string) toolscache.IndexFunc {
 		switch {
 		case !ok:
 			return nil, nil
-		case v == "bad":
+		case v == badLabelValue:
 			return nil, errors.New("bad label")
 		case v == "two":
 			return []string{"two-a", "two-b"}, nil
@@ -132,11 +132,12 @@ func FuzzIndexerOperations(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		ix := NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
 			toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
-			"app":                     modelLabelIndex("app"),
+			appLabel:                  modelLabelIndex(appLabel),
 		})
-		m := &indexerModel{objs: map[string]*corev1.Pod{}, indexed: map[string]bool{toolscache.NamespaceIndex: true, "app": true}}
-		apps := []string{"web", "db", "bad", "two", ""}
-		tiers := []string{"fe", "be", "bad"}
+		m := &indexerModel{objs: map[string]*corev1.Pod{},
+			indexed: map[string]bool{toolscache.NamespaceIndex: true, appLabel: true}}
+		apps := []string{"web", "db", badLabelValue, "two", ""}
+		tiers := []string{"fe", "be", badLabelValue}
 		next := func(i *int) byte {
 			if *i >= len(ops) {
 				return 0
@@ -156,11 +157,13 @@ func FuzzIndexerOperations(f *testing.F) {
 				p := pod(ns, name, strconv.Itoa(step+1))
 				p.Labels = map[string]string{}
 				if a := apps[int(lb)%len(apps)]; a != "" {
-					p.Labels["app"] = a
+					p.Labels[appLabel] = a
 				}
-				p.Labels["tier"] = tiers[int(lb/8)%len(tiers)]
+				p.Labels[tierLabel] = tiers[int(lb/8)%len(tiers)]
 				err := ix.Update(p)
-				if failing := p.Labels["app"] == "bad" || m.indexed["tier"] && p.Labels["tier"] == "bad"; failing != (err != nil) {
+				failing := p.Labels[appLabel] == badLabelValue ||
+					m.indexed[tierLabel] && p.Labels[tierLabel] == badLabelValue
+				if failing != (err != nil) {
 					t.Fatalf("step %d: Update error %v, want an error: %v", step, err, failing)
 				}
 				m.objs[key] = p
@@ -191,8 +194,8 @@ func FuzzIndexerOperations(f *testing.F) {
 				ix.Bookmark(rv)
 				m.observe(rv)
 			case 5: // AddIndexers: tier once; again is a conflict
-				err := ix.AddIndexers(toolscache.Indexers{"tier": modelLabelIndex("tier")})
-				if m.indexed["tier"] {
+				err := ix.AddIndexers(toolscache.Indexers{tierLabel: modelLabelIndex(tierLabel)})
+				if m.indexed[tierLabel] {
 					if err == nil || !strings.Contains(err.Error(), "indexer conflict") {
 						t.Fatalf("step %d: second AddIndexers: %v, want a conflict", step, err)
 					}
@@ -200,12 +203,12 @@ func FuzzIndexerOperations(f *testing.F) {
 				}
 				badTier := false
 				for _, p := range m.objs {
-					badTier = badTier || p.Labels["tier"] == "bad"
+					badTier = badTier || p.Labels[tierLabel] == badLabelValue
 				}
 				if badTier != (err != nil) {
 					t.Fatalf("step %d: AddIndexers error %v, want one: %v", step, err, badTier)
 				}
-				m.indexed["tier"] = true
+				m.indexed[tierLabel] = true
 			}
 			m.check(t, ix, step)
 		}

@@ -31,6 +31,9 @@ type notification struct {
 // most two (a delete followed by an add of the re-created object).
 type pendingKey struct {
 	notes []notification
+	// buf is notes' initial array, so a key's first notifications cost no
+	// allocation of their own.
+	buf [2]notification
 }
 
 // HandlerRegistration is the handle AddEventHandler returns. It implements
@@ -56,6 +59,11 @@ type HandlerRegistration struct {
 	mu      sync.Mutex
 	pending map[string]*pendingKey
 	order   []string
+	// highWater is the most keys pending at once since pending was last
+	// replaced (a Go map never shrinks; see next).
+	highWater int
+	// spare are delivered pendingKeys, reused by enqueue (at most maxSpare).
+	spare []*pendingKey
 	wake    chan struct{}
 	stopCh  chan struct{}
 	exited  chan struct{}
@@ -146,9 +154,17 @@ func (r *HandlerRegistration) enqueue(key string, n notification) {
 	}
 	pk, queued := r.pending[key]
 	if !queued {
-		pk = &pendingKey{}
+		if n := len(r.spare); n > 0 {
+			pk = r.spare[n-1]
+			r.spare[n-1] = nil
+			r.spare = r.spare[:n-1]
+		} else {
+			pk = &pendingKey{}
+		}
+		pk.notes = pk.buf[:0]
 		r.pending[key] = pk
 		r.order = append(r.order, key)
+		r.highWater = max(r.highWater, len(r.order))
 	}
 	before := countInitial(pk.notes) + boolInt(n.initial)
 	pk.notes = mergeNotification(pk.notes, n)
@@ -268,12 +284,13 @@ func (r *HandlerRegistration) stop() {
 
 func (r *HandlerRegistration) run() {
 	defer close(r.exited)
+	var done *pendingKey
 	for {
-		key, notes, ok := r.next()
+		key, pk, ok := r.next(done)
 		if !ok {
 			return
 		}
-		for _, n := range notes {
+		for _, n := range pk.notes {
 			r.deliver(key, n)
 			if n.initial {
 				r.mu.Lock()
@@ -282,13 +299,22 @@ func (r *HandlerRegistration) run() {
 				r.mu.Unlock()
 			}
 		}
+		done = pk
 	}
 }
 
-// next waits for the oldest pending key and takes its notifications.
-func (r *HandlerRegistration) next() (string, []notification, bool) {
+// next waits for the oldest pending key and takes its notifications. done,
+// if not nil, is the previous key's, now delivered: it is kept for reuse.
+func (r *HandlerRegistration) next(done *pendingKey) (string, *pendingKey, bool) {
 	for {
 		r.mu.Lock()
+		if done != nil {
+			if len(r.spare) < maxSpare {
+				*done = pendingKey{}
+				r.spare = append(r.spare, done)
+			}
+			done = nil
+		}
 		if r.stopped {
 			r.mu.Unlock()
 			return "", nil, false
@@ -299,9 +325,14 @@ func (r *HandlerRegistration) next() (string, []notification, bool) {
 			r.order = r.order[1:]
 			pk := r.pending[key]
 			delete(r.pending, key)
+			if len(r.order) == 0 && r.highWater > drainedRelease {
+				// Drained after a burst (an initial list): let the
+				// collector have the map and array sized for it.
+				r.pending, r.order, r.highWater = map[string]*pendingKey{}, nil, 0
+			}
 			if pk != nil && len(pk.notes) > 0 {
 				r.mu.Unlock()
-				return key, pk.notes, true
+				return key, pk, true
 			}
 		}
 		r.mu.Unlock()

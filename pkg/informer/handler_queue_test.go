@@ -27,7 +27,7 @@ func renderNotes(notes []notification) []string {
 		case noteAdd:
 			s := "add " + describe(n.newObj)
 			if n.initial {
-				s += " initial"
+				s += initialSuffix
 			}
 			out = append(out, s)
 		case noteUpdate:
@@ -46,13 +46,18 @@ func TestHandlerQueueCoalescingRule(t *testing.T) {
 		in   []notification
 		want []string
 	}{
-		{"Add+Update → Add(latest), initial kept", []notification{add("1", true), upd("1", "2"), upd("2", "3")}, []string{"add a/x@3 initial"}},
-		{"Update+Update → Update(oldest old, newest new)", []notification{upd("1", "2"), upd("2", "3")}, []string{"update a/x@1->a/x@3"}},
+		{"Add+Update → Add(latest), initial kept", []notification{add("1", true), upd("1", "2"), upd("2", "3")},
+			[]string{"add a/x@3 initial"}},
+		{"Update+Update → Update(oldest old, newest new)", []notification{upd("1", "2"), upd("2", "3")},
+			[]string{"update a/x@1->a/x@3"}},
 		{"Add+Delete → nothing", []notification{add("1", false), upd("1", "2"), del("3")}, nil},
+		//nolint:goconst // expected values are spelled out so the test reads as its specification
 		{"Update+Delete → Delete", []notification{upd("1", "2"), del("3")}, []string{"delete a/x@3"}},
-		{"Delete+Add → both", []notification{del("3"), add("4", false), upd("4", "5")}, []string{"delete a/x@3", "add a/x@5"}},
+		{"Delete+Add → both", []notification{del("3"), add("4", false), upd("4", "5")},
+			[]string{"delete a/x@3", "add a/x@5"}},
 		{"Delete+Delete → first", []notification{del("3"), del("4")}, []string{"delete a/x@3"}},
-		{"Delete+Add+Delete → first delete", []notification{upd("1", "2"), del("3"), add("4", false), del("5")}, []string{"delete a/x@3"}},
+		{"Delete+Add+Delete → first delete", []notification{upd("1", "2"), del("3"), add("4", false), del("5")},
+			[]string{"delete a/x@3"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -284,3 +284,23 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 		return n, false
 	}
 }
+
+// walkOwned trims the spare capacity of n and of every descendant that ed
+// owns, and calls fn for each of them. Only the nodes ed owns are visited:
+// a node ed does not own was not changed under ed, nor was anything below
+// it. Call it before the nodes are published.
+func (n *trieNode[V]) walkOwned(ed *edit, fn func(*trieNode[V])) {
+	if n.owner != ed {
+		return
+	}
+	if cap(n.data) > len(n.data) {
+		n.data = slices.Clone(n.data)
+	}
+	if cap(n.nodes) > len(n.nodes) {
+		n.nodes = slices.Clone(n.nodes)
+	}
+	fn(n)
+	for _, c := range n.nodes {
+		c.walkOwned(ed, fn)
+	}
+}

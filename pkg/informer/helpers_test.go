@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,29 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Names and values that many tests share.
+const (
+	appLabel      = "app"  // label key of the "app" index
+	tierLabel     = "tier" // label key of the "tier" index
+	badLabelValue = "bad"  // label value on which the test index functions fail
+	appWeb        = "app=web"
+	ns1           = "ns1"
+	podsResource  = "pods"
+	podKind       = "Pod"
+	podListKind   = "PodList"
+	trueValue     = "true" // a query parameter or annotation set to true
+
+	opList      = "list"      // ListWatchError.Op of a paginated LIST
+	opWatchList = "watchlist" // ListWatchError.Op of a WatchList request
+
+	modeWatchList = "WatchList" // subtest name of the WatchList mode
+	oursName      = "ours"      // our informer in differential tests
+	clientGoName  = "client-go" // the client-go reference in differential tests and benchmarks
+
+	initialSuffix = " initial" // appended to a recorded add that is part of the initial list
+	verbDelete    = "delete"
 )
 
 // pod builds a pod; labels are given as "k=v".
@@ -53,7 +75,7 @@ func describeAll(objs []any) []string {
 	for _, o := range objs {
 		out = append(out, describe(o))
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -98,7 +120,7 @@ func (r *recorder) record(key, e string) {
 func (r *recorder) OnAdd(obj any, initial bool) {
 	e := "add " + describe(obj)
 	if initial {
-		e += " initial"
+		e += initialSuffix
 	}
 	r.record(keyOfObj(obj), e)
 }
@@ -163,4 +185,4 @@ func equalStrings(t *testing.T, what string, got, want []string) {
 	}
 }
 
-func sortStrings(s []string) { sort.Strings(s) }
+func sortStrings(s []string) { slices.Sort(s) }

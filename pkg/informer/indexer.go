@@ -110,7 +110,9 @@ func (f *indexFuncs) compute(obj any) indexValues {
 			v.errs[i] = err
 			continue
 		}
-		v.values[i] = vals
+		if len(vals) > 0 {
+			v.values[i] = vals
+		}
 	}
 	return v
 }
@@ -139,26 +141,33 @@ func (v indexValues) err(key string) error {
 }
 
 // newRecord returns the record of obj filed under vals, sharing old's values
-// when none changed; changed reports whether any index value changed.
+// when none changed; changed reports whether any index value changed. The
+// record keeps vals.values (no copy): vals must not be used to build another
+// record.
 func newRecord(obj any, old *record, vals indexValues) (rec *record, changed bool) {
 	rec = &record{obj: obj}
 	if old != nil {
 		rec.vals = old.vals
 	}
 	for i := range vals.funcs.names {
-		if slices.Equal(old.filed(i), vals.filed(i)) {
-			continue
-		}
-		if !changed {
-			rec.vals = make([][]string, len(vals.funcs.names))
-			if old != nil {
-				copy(rec.vals, old.vals)
-			}
+		if !slices.Equal(old.filed(i), vals.filed(i)) {
 			changed = true
+			break
 		}
-		rec.vals[i] = vals.filed(i)
 	}
-	return rec, changed
+	if !changed {
+		return rec, false
+	}
+	// compute and AddIndexers leave a failed or empty index's values nil, so
+	// values[i] is what filed(i) returns.
+	rec.vals = nil
+	for i := range vals.values {
+		if vals.filed(i) != nil {
+			rec.vals = vals.values
+			break
+		}
+	}
+	return rec, true
 }
 
 // Add stores obj under its key, replacing any previous object, and records
@@ -298,16 +307,26 @@ func refileIndex(ed *edit, idx trie[bucket], key string, e *entry, oldVals, newV
 // compared as integers when both parse; otherwise obj's wins). Tombstones
 // and objects without one leave it as it is. Writer only.
 func (t *shardTable) observeRV(obj any) {
+	if rv := newerRV(obj, *t.rv.Load()); rv != "" {
+		t.rv.Store(&rv)
+	}
+}
+
+// newerRV returns obj's resourceVersion if it differs from cur and is not
+// older (RVs compared as integers when both parse), else "". Tombstones and
+// objects without one give "".
+func newerRV(obj any, cur string) string {
 	if _, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		return
+		return ""
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return
+		return ""
 	}
-	if rv := m.GetResourceVersion(); rv != "" && rv != *t.rv.Load() && !rvOlder(rv, *t.rv.Load()) {
-		t.rv.Store(&rv)
+	if rv := m.GetResourceVersion(); rv != "" && rv != cur && !rvOlder(rv, cur) {
+		return rv
 	}
+	return ""
 }
 
 // List returns every stored object in no particular order.

@@ -26,7 +26,7 @@ func labelIndex(key string) toolscache.IndexFunc {
 func newTestIndexer() *Indexer {
 	return NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
 		toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc,
-		"app":                     labelIndex("app"),
+		appLabel:                  labelIndex(appLabel),
 	})
 }
 
@@ -41,21 +41,22 @@ func byIndex(t *testing.T, ix *Indexer, name, value string) []string {
 
 func TestIndexerAddUpdateDeleteMaintainIndexes(t *testing.T) {
 	ix := newTestIndexer()
-	must(t, ix.Add(pod("a", "p1", "1", "app=web")))
-	must(t, ix.Add(pod("a", "p2", "2", "app=web")))
+	must(t, ix.Add(pod("a", "p1", "1", appWeb)))
+	must(t, ix.Add(pod("a", "p2", "2", appWeb)))
 	must(t, ix.Add(pod("b", "p3", "3", "app=db")))
 
-	equalStrings(t, "app=web", byIndex(t, ix, "app", "web"), []string{"a/p1@1", "a/p2@2"})
+	//nolint:goconst // expected values are spelled out so the test reads as its specification
+	equalStrings(t, appWeb, byIndex(t, ix, appLabel, "web"), []string{"a/p1@1", "a/p2@2"})
 	equalStrings(t, "ns a", byIndex(t, ix, toolscache.NamespaceIndex, "a"), []string{"a/p1@1", "a/p2@2"})
 
 	// Update moves p2 from web to db: the old entry is removed.
 	must(t, ix.Update(pod("a", "p2", "4", "app=db")))
-	equalStrings(t, "app=web after update", byIndex(t, ix, "app", "web"), []string{"a/p1@1"})
-	equalStrings(t, "app=db after update", byIndex(t, ix, "app", "db"), []string{"a/p2@4", "b/p3@3"})
+	equalStrings(t, "app=web after update", byIndex(t, ix, appLabel, "web"), []string{"a/p1@1"})
+	equalStrings(t, "app=db after update", byIndex(t, ix, appLabel, "db"), []string{"a/p2@4", "b/p3@3"})
 
 	must(t, ix.Delete(pod("a", "p1", "5")))
-	equalStrings(t, "app=web after delete", byIndex(t, ix, "app", "web"), []string{})
-	equalStrings(t, "values of app", ix.ListIndexFuncValues("app"), []string{"db"})
+	equalStrings(t, "app=web after delete", byIndex(t, ix, appLabel, "web"), []string{})
+	equalStrings(t, "values of app", ix.ListIndexFuncValues(appLabel), []string{"db"})
 	equalStrings(t, "keys", sortedKeys(ix), []string{"a/p2", "b/p3"})
 	if got := ix.LastStoreSyncResourceVersion(); got != "5" {
 		t.Fatalf("store RV = %q, want 5", got)
@@ -64,7 +65,7 @@ func TestIndexerAddUpdateDeleteMaintainIndexes(t *testing.T) {
 
 func TestIndexerEmptyBucketsAreRemoved(t *testing.T) {
 	ix := newTestIndexer()
-	must(t, ix.Add(pod("a", "p1", "1", "app=web")))
+	must(t, ix.Add(pod("a", "p1", "1", appWeb)))
 	must(t, ix.Update(pod("a", "p1", "2", "app=db")))
 	must(t, ix.Delete(pod("a", "p1", "3")))
 	tbl := ix.table.Load()
@@ -81,25 +82,26 @@ func TestIndexerEmptyBucketsAreRemoved(t *testing.T) {
 func TestIndexerFailingIndexFuncLeavesNoStaleEntries(t *testing.T) {
 	fail := errors.New("boom")
 	ix := NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
-		"app": func(obj any) ([]string, error) {
+		appLabel: func(obj any) ([]string, error) {
 			p := obj.(*corev1.Pod)
-			if p.Labels["app"] == "bad" {
+			if p.Labels[appLabel] == badLabelValue {
 				return nil, fail
 			}
-			return []string{p.Labels["app"]}, nil
+			return []string{p.Labels[appLabel]}, nil
 		},
 	})
-	must(t, ix.Add(pod("a", "p1", "1", "app=web")))
+	must(t, ix.Add(pod("a", "p1", "1", appWeb)))
 	err := ix.Update(pod("a", "p1", "2", "app=bad"))
 	if !errors.Is(err, fail) || !strings.Contains(err.Error(), `index "app"`) {
 		t.Fatalf("Update error = %v, want the index error naming the index", err)
 	}
 	// The object is stored, but no longer filed under its old value.
+	//nolint:goconst // expected values are spelled out so the test reads as its specification
 	if obj, ok, _ := ix.GetByKey("a/p1"); !ok || describe(obj) != "a/p1@2" {
 		t.Fatalf("GetByKey = %v %v, want a/p1@2", obj, ok)
 	}
-	equalStrings(t, "app=web", byIndex(t, ix, "app", "web"), []string{})
-	equalStrings(t, "values", ix.ListIndexFuncValues("app"), []string{})
+	equalStrings(t, appWeb, byIndex(t, ix, appLabel, "web"), []string{})
+	equalStrings(t, "values", ix.ListIndexFuncValues(appLabel), []string{})
 	// Deleting it works although the index func fails on it.
 	must(t, ix.Delete(pod("a", "p1", "3", "app=bad")))
 	equalStrings(t, "keys", sortedKeys(ix), []string{})
@@ -107,14 +109,15 @@ func TestIndexerFailingIndexFuncLeavesNoStaleEntries(t *testing.T) {
 
 func TestByIndexUnknownIndexIsAnError(t *testing.T) {
 	ix := newTestIndexer()
+	const missing = "index with name nope does not exist"
 	_, err := ix.ByIndex("nope", "x")
-	if err == nil || err.Error() != "index with name nope does not exist" {
+	if err == nil || err.Error() != missing {
 		t.Fatalf("ByIndex error = %v", err)
 	}
-	if _, err := ix.IndexKeys("nope", "x"); err == nil || !strings.Contains(err.Error(), "index with name nope does not exist") {
+	if _, err := ix.IndexKeys("nope", "x"); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("IndexKeys error = %v", err)
 	}
-	if _, err := ix.Index("nope", pod("a", "p", "1")); err == nil || !strings.Contains(err.Error(), "index with name nope does not exist") {
+	if _, err := ix.Index("nope", pod("a", "p", "1")); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("Index error = %v", err)
 	}
 	if got := ix.ListIndexFuncValues("nope"); got != nil {
@@ -124,10 +127,10 @@ func TestByIndexUnknownIndexIsAnError(t *testing.T) {
 
 func TestIndexReturnsObjectsSharingAValue(t *testing.T) {
 	ix := newTestIndexer()
-	must(t, ix.Add(pod("a", "p1", "1", "app=web")))
-	must(t, ix.Add(pod("b", "p2", "2", "app=web")))
+	must(t, ix.Add(pod("a", "p1", "1", appWeb)))
+	must(t, ix.Add(pod("b", "p2", "2", appWeb)))
 	must(t, ix.Add(pod("b", "p3", "3", "app=db")))
-	objs, err := ix.Index("app", pod("z", "probe", "", "app=web"))
+	objs, err := ix.Index(appLabel, pod("z", "probe", "", appWeb))
 	must(t, err)
 	equalStrings(t, "Index", describeAll(objs), []string{"a/p1@1", "b/p2@2"})
 	keys, err := ix.IndexKeys(toolscache.NamespaceIndex, "b")
@@ -139,20 +142,20 @@ func TestAddIndexersAfterStartBackfills(t *testing.T) {
 	ix := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
 	must(t, ix.Add(pod("a", "p1", "1", "tier=fe")))
 	must(t, ix.Add(pod("a", "p2", "2", "tier=be")))
-	must(t, ix.AddIndexers(toolscache.Indexers{"tier": labelIndex("tier")}))
-	equalStrings(t, "tier=fe", byIndex(t, ix, "tier", "fe"), []string{"a/p1@1"})
+	must(t, ix.AddIndexers(toolscache.Indexers{tierLabel: labelIndex(tierLabel)}))
+	equalStrings(t, "tier=fe", byIndex(t, ix, tierLabel, "fe"), []string{"a/p1@1"})
 	// Later writes maintain the new index.
 	must(t, ix.Add(pod("a", "p3", "3", "tier=fe")))
-	equalStrings(t, "tier=fe after add", byIndex(t, ix, "tier", "fe"), []string{"a/p1@1", "a/p3@3"})
-	if _, ok := ix.GetIndexers()["tier"]; !ok {
+	equalStrings(t, "tier=fe after add", byIndex(t, ix, tierLabel, "fe"), []string{"a/p1@1", "a/p3@3"})
+	if _, ok := ix.GetIndexers()[tierLabel]; !ok {
 		t.Fatal("GetIndexers lacks tier")
 	}
 }
 
 func TestAddIndexersDuplicateNameIsAnError(t *testing.T) {
 	ix := newTestIndexer()
-	err := ix.AddIndexers(toolscache.Indexers{"app": labelIndex("app"), "new": labelIndex("x")})
-	if err == nil || !strings.Contains(err.Error(), "app") {
+	err := ix.AddIndexers(toolscache.Indexers{appLabel: labelIndex(appLabel), "new": labelIndex("x")})
+	if err == nil || !strings.Contains(err.Error(), appLabel) {
 		t.Fatalf("AddIndexers error = %v, want a conflict on app", err)
 	}
 	if _, ok := ix.GetIndexers()["new"]; ok {
@@ -162,11 +165,11 @@ func TestAddIndexersDuplicateNameIsAnError(t *testing.T) {
 
 func TestIndexerReplaceRebuildsAndRecordsRV(t *testing.T) {
 	ix := newTestIndexer()
-	must(t, ix.Add(pod("a", "old", "1", "app=web")))
-	must(t, ix.Replace([]any{pod("a", "p1", "7", "app=db"), pod("b", "p2", "8", "app=web")}, "10"))
+	must(t, ix.Add(pod("a", "old", "1", appWeb)))
+	must(t, ix.Replace([]any{pod("a", "p1", "7", "app=db"), pod("b", "p2", "8", appWeb)}, "10"))
 	equalStrings(t, "keys", sortedKeys(ix), []string{"a/p1", "b/p2"})
-	equalStrings(t, "app=web", byIndex(t, ix, "app", "web"), []string{"b/p2@8"})
-	equalStrings(t, "app=db", byIndex(t, ix, "app", "db"), []string{"a/p1@7"})
+	equalStrings(t, appWeb, byIndex(t, ix, appLabel, "web"), []string{"b/p2@8"})
+	equalStrings(t, "app=db", byIndex(t, ix, appLabel, "db"), []string{"a/p1@7"})
 	if got := ix.LastStoreSyncResourceVersion(); got != "10" {
 		t.Fatalf("RV = %q, want 10", got)
 	}
@@ -187,15 +190,15 @@ func TestIndexerBookmarkNeverGoesBack(t *testing.T) {
 
 func TestIndexerReturnedSlicesAreFresh(t *testing.T) {
 	ix := newTestIndexer()
-	must(t, ix.Add(pod("a", "p1", "1", "app=web")))
+	must(t, ix.Add(pod("a", "p1", "1", appWeb)))
 	l := ix.List()
 	l[0] = nil
-	objs, _ := ix.ByIndex("app", "web")
+	objs, _ := ix.ByIndex(appLabel, "web")
 	objs[0] = nil
 	keys := ix.ListKeys()
 	keys[0] = "x"
 	equalStrings(t, "List after caller mutation", describeAll(ix.List()), []string{"a/p1@1"})
-	equalStrings(t, "ByIndex after caller mutation", byIndex(t, ix, "app", "web"), []string{"a/p1@1"})
+	equalStrings(t, "ByIndex after caller mutation", byIndex(t, ix, appLabel, "web"), []string{"a/p1@1"})
 }
 
 // TestIndexerConcurrentReadersAndWriter runs under -race: readers and
@@ -213,7 +216,7 @@ func TestIndexerConcurrentReadersAndWriter(t *testing.T) {
 				default:
 				}
 				_ = ix.List()
-				_, _ = ix.ByIndex("app", "web")
+				_, _ = ix.ByIndex(appLabel, "web")
 				_, _, _ = ix.GetByKey("a/p1")
 			}
 		})
@@ -222,7 +225,7 @@ func TestIndexerConcurrentReadersAndWriter(t *testing.T) {
 		app := []string{"web", "db", "cache"}[i%3]
 		must(t, ix.Update(pod("a", fmt.Sprintf("p%d", i%50), fmt.Sprint(i+1), "app="+app, fmt.Sprintf("tier=t%d", i%4))))
 		if i == 1000 {
-			must(t, ix.AddIndexers(toolscache.Indexers{"tier": labelIndex("tier")}))
+			must(t, ix.AddIndexers(toolscache.Indexers{tierLabel: labelIndex(tierLabel)}))
 		}
 		if i%7 == 0 {
 			must(t, ix.Delete(pod("a", fmt.Sprintf("p%d", (i+3)%50), "")))
@@ -233,7 +236,7 @@ func TestIndexerConcurrentReadersAndWriter(t *testing.T) {
 
 	fresh := NewIndexer(toolscache.MetaNamespaceKeyFunc, ix.GetIndexers())
 	must(t, fresh.Replace(ix.List(), "x"))
-	for _, name := range []string{"app", "tier", toolscache.NamespaceIndex} {
+	for _, name := range []string{appLabel, tierLabel, toolscache.NamespaceIndex} {
 		for _, v := range fresh.ListIndexFuncValues(name) {
 			equalStrings(t, name+"="+v, byIndex(t, ix, name, v), byIndex(t, fresh, name, v))
 		}
@@ -248,20 +251,20 @@ func TestIndexerConcurrentReadersAndWriter(t *testing.T) {
 func TestReadsNeverTakeTheWriterLock(t *testing.T) {
 	ix := newTestIndexer()
 	for i := range 100 {
-		must(t, ix.Add(pod("a", fmt.Sprintf("p%d", i), "1", "app=web")))
+		must(t, ix.Add(pod("a", fmt.Sprintf("p%d", i), "1", appWeb)))
 	}
 	ix.writeMu.Lock()
 	defer ix.writeMu.Unlock()
 	done := make(chan []string)
 	go func() {
-		byIndex, _ := ix.ByIndex("app", "web")
-		index, _ := ix.Index("app", pod("z", "probe", "", "app=web"))
+		byIndex, _ := ix.ByIndex(appLabel, "web")
+		index, _ := ix.Index(appLabel, pod("z", "probe", "", appWeb))
 		keys, _ := ix.IndexKeys(toolscache.NamespaceIndex, "a")
 		obj, _, _ := ix.GetByKey("a/p7")
 		got, _, _ := ix.Get(pod("a", "p8", ""))
 		done <- []string{
 			fmt.Sprint(len(ix.List()), len(ix.ListKeys()), ix.Len(), len(byIndex), len(index), len(keys)),
-			describe(obj), describe(got), fmt.Sprint(ix.ListIndexFuncValues("app")),
+			describe(obj), describe(got), fmt.Sprint(ix.ListIndexFuncValues(appLabel)),
 			ix.LastStoreSyncResourceVersion(), fmt.Sprint(len(ix.GetIndexers())),
 		}
 	}()
@@ -328,7 +331,7 @@ func TestIndexerGrowsShardsWhileReadersRead(t *testing.T) {
 	}
 	const total = 3000
 	for i := range total {
-		must(t, ix.Add(pod("a", fmt.Sprintf("p%d", i), "1", "app=web")))
+		must(t, ix.Add(pod("a", fmt.Sprintf("p%d", i), "1", appWeb)))
 		written.Store(int64(i + 1))
 	}
 	close(stop)
@@ -341,7 +344,7 @@ func TestIndexerGrowsShardsWhileReadersRead(t *testing.T) {
 	if bits := ix.table.Load().bits; bits <= startBits || total > shardTarget<<bits {
 		t.Fatalf("table has 2^%d shards for %d objects (started with 2^%d)", bits, total, startBits)
 	}
-	if ix.Len() != total || len(ix.List()) != total || len(byIndex(t, ix, "app", "web")) != total {
+	if ix.Len() != total || len(ix.List()) != total || len(byIndex(t, ix, appLabel, "web")) != total {
 		t.Fatalf("Len %d, List %d, want %d", ix.Len(), len(ix.List()), total)
 	}
 	for i := range total {
@@ -349,17 +352,17 @@ func TestIndexerGrowsShardsWhileReadersRead(t *testing.T) {
 			must(t, ix.Delete(pod("a", fmt.Sprintf("p%d", i), "")))
 		}
 	}
-	if ix.Len() != total/2 || len(ix.ListKeys()) != total/2 || len(byIndex(t, ix, "app", "web")) != total/2 {
+	if ix.Len() != total/2 || len(ix.ListKeys()) != total/2 || len(byIndex(t, ix, appLabel, "web")) != total/2 {
 		t.Fatalf("after deleting half: Len %d, want %d", ix.Len(), total/2)
 	}
 }
 
 func TestIndexerReplaceKeepsTheLastOfDuplicateKeys(t *testing.T) {
 	ix := newTestIndexer()
-	must(t, ix.Replace([]any{pod("a", "p1", "1", "app=web"), pod("a", "p2", "2"), pod("a", "p1", "3", "app=db")}, "5"))
+	must(t, ix.Replace([]any{pod("a", "p1", "1", appWeb), pod("a", "p2", "2"), pod("a", "p1", "3", "app=db")}, "5"))
 	equalStrings(t, "List", describeAll(ix.List()), []string{"a/p1@3", "a/p2@2"})
-	equalStrings(t, "app=db", byIndex(t, ix, "app", "db"), []string{"a/p1@3"})
-	equalStrings(t, "app values", ix.ListIndexFuncValues("app"), []string{"db"})
+	equalStrings(t, "app=db", byIndex(t, ix, appLabel, "db"), []string{"a/p1@3"})
+	equalStrings(t, "app values", ix.ListIndexFuncValues(appLabel), []string{"db"})
 	if ix.Len() != 2 {
 		t.Fatalf("Len = %d", ix.Len())
 	}

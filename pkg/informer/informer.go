@@ -341,7 +341,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 		s.fifo.Close()
 	})
 	for {
-		err := s.fifo.Pop(s.handleDeltas)
+		err := s.fifo.popBatch(maxPopBatch, s.handleBatch)
 		if errors.Is(err, ErrFIFOClosed) {
 			break
 		}
@@ -523,36 +523,64 @@ func (s *SharedIndexInformer) markSynced() {
 		"seconds", s.clock.Since(start).Seconds(), "pages", stats.Pages, "streamed", stats.WatchList)
 }
 
-// handleDeltas is the pop loop's process function: store first, then
-// handlers.
-func (s *SharedIndexInformer) handleDeltas(deltas Deltas, isInInitialList bool) error {
+// maxPopBatch is the most keys the pop loop takes from the DeltaFIFO at
+// once and applies to the Indexer as one batch (see writeBatch): enough to
+// amortise the store's copy-on-write over the initial list, small enough
+// that handlers hear of the first keys of a large list early.
+const maxPopBatch = 4096
+
+// batchNote is a notification decided while a batch is applied, handed to
+// the handlers once the batch is published.
+type batchNote struct {
+	key    string
+	n      notification
+	isSync bool
+}
+
+// handleBatch is the pop loop's process function: it applies the Deltas of
+// the popped keys to the Indexer as one batch, then notifies the handlers
+// in order (store first, then handlers, as for a single key). queued is the
+// number of keys left in the DeltaFIFO.
+func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 	s.deliverMu.Lock()
 	defer s.deliverMu.Unlock()
+	notes := make([]batchNote, 0, len(batch))
 	var errs []error
-	for _, d := range deltas {
-		key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(d.Object)
-		if err != nil {
-			errs = append(errs, toolscache.KeyError{Obj: d.Object, Err: err})
-			continue
-		}
-		old, exists, _ := s.indexer.GetByKey(key)
-		if d.Type == Deleted {
-			if !exists {
+	adds := len(batch)
+	if batch[len(batch)-1].initial {
+		// The rest of the initial list follows: size the store for it at
+		// once rather than doubling it batch after batch.
+		adds += queued
+	}
+	w := s.indexer.beginBatch(adds)
+	for _, p := range batch {
+		// The FIFO queued every delta of p under p.key, computed by the same
+		// key function.
+		key := p.key
+		for _, d := range p.deltas {
+			old := w.get(key)
+			if d.Type == Deleted {
+				if old == nil {
+					continue
+				}
+				w.remove(key)
+				notes = append(notes, batchNote{key: key, n: notification{kind: noteDelete, newObj: d.Object}})
 				continue
 			}
-			s.indexer.remove(key)
-			s.distribute(key, notification{kind: noteDelete, newObj: d.Object}, false)
-			continue
+			if err := w.put(key, d.Object); err != nil {
+				errs = append(errs, err)
+			}
+			if old == nil {
+				notes = append(notes, batchNote{key: key, n: notification{kind: noteAdd, newObj: d.Object, initial: p.initial}})
+				continue
+			}
+			isSync := d.Type == Sync || (d.Type == Replaced && sameResourceVersion(old.obj, d.Object))
+			notes = append(notes, batchNote{key: key, n: notification{kind: noteUpdate, oldObj: old.obj, newObj: d.Object}, isSync: isSync})
 		}
-		if err := s.indexer.put(key, d.Object); err != nil {
-			errs = append(errs, err)
-		}
-		if !exists {
-			s.distribute(key, notification{kind: noteAdd, newObj: d.Object, initial: isInInitialList}, false)
-			continue
-		}
-		isSync := d.Type == Sync || (d.Type == Replaced && sameResourceVersion(old, d.Object))
-		s.distribute(key, notification{kind: noteUpdate, oldObj: old, newObj: d.Object}, isSync)
+	}
+	w.commit()
+	for _, bn := range notes {
+		s.distribute(bn.key, bn.n, bn.isSync)
 	}
 	return errors.Join(errs...)
 }

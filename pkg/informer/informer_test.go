@@ -83,6 +83,7 @@ func TestInitialListAddsCarryIsInInitialList(t *testing.T) {
 	f.Delete(pod("a", "p2", ""))
 	eventually(t, 10*time.Second, "5 events", func() bool { return rec.count() == 5 })
 	got := rec.all()
+	//nolint:goconst // expected values are spelled out so the test reads as its specification
 	equalStrings(t, "initial adds", sortedCopy(got[:2]), []string{"add a/p1@2 initial", "add a/p2@3 initial"})
 	equalStrings(t, "live events", got[2:], []string{"add a/p3@4", "update a/p1@5 from 2", "delete a/p2@6"})
 	equalStrings(t, "store", storeContent(s), []string{"a/p1@5", "a/p3@4"})
@@ -128,7 +129,7 @@ func TestRegistrationHasSyncedOnlyAfterHandlerProcessedInitialList(t *testing.T)
 	for i := range 3 {
 		f.Create(pod("a", fmt.Sprintf("p%d", i), ""))
 	}
-	s := newPodInformer(f, Options{Name: "pods"})
+	s := newPodInformer(f, Options{Name: podsResource})
 	slow := newRecorder()
 	slow.block = make(chan struct{})
 	fast := newRecorder()
@@ -302,7 +303,8 @@ func TestHandlerPanicIsContained(t *testing.T) {
 
 func TestCrashOnHandlerPanicRepanics(t *testing.T) {
 	s := newPodInformer(informertest.New(&corev1.Pod{}), Options{CrashOnHandlerPanic: true})
-	reg := newRegistration(s, toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { panic("boom") }}, 0, logr.Discard())
+	reg := newRegistration(s, toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { panic("boom") }}, 0,
+		logr.Discard())
 	defer func() {
 		if p := recover(); p != "boom" {
 			t.Fatalf("recovered %v, want boom", p)
@@ -410,7 +412,8 @@ func TestTransformAppliedOnceToEveryReceivedObject(t *testing.T) {
 func TestRelistDeletesVanishedObjectsWithTombstones(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ScriptList(
-		informertest.ListResponse{Items: items(pod("a", "p1", "5"), pod("a", "p2", "6"), pod("a", "p3", "7")), ResourceVersion: "10"},
+		informertest.ListResponse{Items: items(pod("a", "p1", "5"), pod("a", "p2", "6"), pod("a", "p3", "7")),
+			ResourceVersion: "10"},
 		informertest.ListResponse{Items: items(pod("a", "p1", "5"), pod("a", "p3", "12")), ResourceVersion: "20"},
 	)
 	f.ScriptWatch(
@@ -533,7 +536,9 @@ func TestPerHandlerResyncPeriods(t *testing.T) {
 		eventually(t, 5*time.Second, fmt.Sprintf("resync %d", step), func() bool { return every1.count() == 1+step })
 	}
 	eventually(t, 5*time.Second, "3s handler resynced", func() bool { return every3.count() == 2 })
-	equalStrings(t, "every 1s", every1.all(), []string{"add a/p1@2 initial", "update a/p1@2 from 2", "update a/p1@2 from 2", "update a/p1@2 from 2"})
+	//nolint:goconst // expected values are spelled out so the test reads as its specification
+	equalStrings(t, "every 1s", every1.all(),
+		[]string{"add a/p1@2 initial", "update a/p1@2 from 2", "update a/p1@2 from 2", "update a/p1@2 from 2"})
 	equalStrings(t, "every 3s", every3.all(), []string{"add a/p1@2 initial", "update a/p1@2 from 2"})
 	equalStrings(t, "never", never.all(), []string{"add a/p1@2 initial"})
 }
@@ -541,7 +546,8 @@ func TestPerHandlerResyncPeriods(t *testing.T) {
 func TestGetControllerAndNewInformer(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.Create(pod("a", "p1", ""))
-	inf := NewInformer(f, &corev1.Pod{}, 0, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	inf := NewInformer(f, &corev1.Pod{}, 0,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	ctrl := inf.GetController()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -552,6 +558,7 @@ func TestGetControllerAndNewInformer(t *testing.T) {
 	}
 	objs, err := inf.GetIndexer().ByIndex(toolscache.NamespaceIndex, "a")
 	must(t, err)
+	//nolint:goconst // expected values are spelled out so the test reads as its specification
 	equalStrings(t, "ns a", describeAll(objs), []string{"a/p1@2"})
 	cancel()
 	waitClosed(t, done, 10*time.Second, "controller to stop")
@@ -562,17 +569,17 @@ func TestGetControllerAndNewInformer(t *testing.T) {
 
 func TestAddIndexersOnRunningInformerBackfills(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
-	f.Create(pod("a", "p1", "", "app=web"))
+	f.Create(pod("a", "p1", "", appWeb))
 	s := newPodInformer(f, Options{})
 	startInformer(t, s)
 	waitSynced(t, s.HasSyncedChecker())
-	must(t, s.AddIndexers(toolscache.Indexers{"app": labelIndex("app")}))
-	f.Create(pod("b", "p2", "", "app=web"))
+	must(t, s.AddIndexers(toolscache.Indexers{appLabel: labelIndex(appLabel)}))
+	f.Create(pod("b", "p2", "", appWeb))
 	eventually(t, 10*time.Second, "p2 stored", func() bool { return s.Indexer().Len() == 2 })
-	objs, err := s.GetIndexer().ByIndex("app", "web")
+	objs, err := s.GetIndexer().ByIndex(appLabel, "web")
 	must(t, err)
-	equalStrings(t, "app=web", describeAll(objs), []string{"a/p1@2", "b/p2@3"})
-	if err := s.AddIndexers(toolscache.Indexers{"app": labelIndex("app")}); err == nil {
+	equalStrings(t, appWeb, describeAll(objs), []string{"a/p1@2", "b/p2@3"})
+	if err := s.AddIndexers(toolscache.Indexers{appLabel: labelIndex(appLabel)}); err == nil {
 		t.Fatal("duplicate index accepted")
 	}
 }

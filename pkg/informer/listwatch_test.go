@@ -25,10 +25,11 @@ import (
 	"k8s.io/client-go/util/watchlist"
 )
 
-var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-var podGVK = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: podsResource}
+var podGVK = schema.GroupVersionKind{Version: "v1", Kind: podKind}
 
 func TestListWatchAppliesSelectorsAndDecidesBookmarks(t *testing.T) {
+	const onNode1 = "spec.nodeName=n1"
 	var got []metav1.ListOptions
 	lw := NewListWatch(
 		func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -39,15 +40,15 @@ func TestListWatchAppliesSelectorsAndDecidesBookmarks(t *testing.T) {
 			got = append(got, o)
 			return watch.NewEmptyWatch(), nil
 		},
-		ListWatchOptions{LabelSelector: "app=web", FieldSelector: "spec.nodeName=n1"},
+		ListWatchOptions{LabelSelector: appWeb, FieldSelector: onNode1},
 	)
 	_, err := lw.List(metav1.ListOptions{LabelSelector: "ignored", Limit: 5})
 	must(t, err)
 	_, err = lw.Watch(metav1.ListOptions{ResourceVersion: "7", AllowWatchBookmarks: true})
 	must(t, err)
 	want := []metav1.ListOptions{
-		{LabelSelector: "app=web", FieldSelector: "spec.nodeName=n1", Limit: 5},
-		{LabelSelector: "app=web", FieldSelector: "spec.nodeName=n1", ResourceVersion: "7", Watch: true, AllowWatchBookmarks: false},
+		{LabelSelector: appWeb, FieldSelector: onNode1, Limit: 5},
+		{LabelSelector: appWeb, FieldSelector: onNode1, ResourceVersion: "7", Watch: true, AllowWatchBookmarks: false},
 	}
 	for i := range want {
 		if got[i].String() != want[i].String() {
@@ -71,22 +72,23 @@ func TestRESTListWatchBuildsNamespacedRequests(t *testing.T) {
 			urls = append(urls, req.URL.Path+"?"+req.URL.RawQuery)
 			mu.Unlock()
 			body, _ := json.Marshal(&corev1.PodList{
-				TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"},
+				TypeMeta: metav1.TypeMeta{Kind: podListKind, APIVersion: "v1"},
 				ListMeta: metav1.ListMeta{ResourceVersion: "9"},
-				Items:    []corev1.Pod{*pod("ns1", "p1", "3")},
+				Items:    []corev1.Pod{*pod(ns1, "p1", "3")},
 			})
 			return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 				Body: io.NopCloser(bytes.NewReader(body))}, nil
 		}),
 	}
-	lw := NewRESTListWatch(client, "pods", true, scheme.ParameterCodec, ListWatchOptions{Namespace: "ns1", LabelSelector: "app=web"})
+	lw := NewRESTListWatch(client, podsResource, true, scheme.ParameterCodec,
+		ListWatchOptions{Namespace: ns1, LabelSelector: appWeb})
 	obj, err := lw.ListWithContext(context.Background(), metav1.ListOptions{Limit: 500})
 	must(t, err)
 	list, ok := obj.(*corev1.PodList)
 	if !ok || len(list.Items) != 1 || list.Items[0].Name != "p1" || list.ResourceVersion != "9" {
 		t.Fatalf("list = %#v", obj)
 	}
-	clusterLW := NewRESTListWatch(client, "nodes", false, scheme.ParameterCodec, ListWatchOptions{Namespace: "ns1"})
+	clusterLW := NewRESTListWatch(client, "nodes", false, scheme.ParameterCodec, ListWatchOptions{Namespace: ns1})
 	_, _ = clusterLW.ListWithContext(context.Background(), metav1.ListOptions{})
 	equalStrings(t, "urls", urls, []string{
 		"/api/v1/namespaces/ns1/pods?labelSelector=app%3Dweb&limit=500",
@@ -103,7 +105,7 @@ func TestDynamicListWatchListsUnstructuredInNamespace(t *testing.T) {
 		return o
 	}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{podsGVR: "PodList"}, u("a", "p1"), u("b", "p2"))
+		map[schema.GroupVersionResource]string{podsGVR: podListKind}, u("a", "p1"), u("b", "p2"))
 	lw := NewDynamicListWatch(client, podsGVR, true, ListWatchOptions{Namespace: "a"})
 	obj, err := lw.ListWithContext(context.Background(), metav1.ListOptions{})
 	must(t, err)
@@ -124,7 +126,7 @@ func TestMetadataListWatchStampsGVKOnItemsAndEvents(t *testing.T) {
 	must(t, metav1.AddMetaToScheme(s))
 	pom := func(name string) *metav1.PartialObjectMetadata {
 		return &metav1.PartialObjectMetadata{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: podKind},
 			ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name},
 		}
 	}
@@ -136,7 +138,7 @@ func TestMetadataListWatchStampsGVKOnItemsAndEvents(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].GroupVersionKind() != podGVK {
 		t.Fatalf("items = %+v", list.Items)
 	}
-	if list.GroupVersionKind().Kind != "PodList" {
+	if list.GroupVersionKind().Kind != podListKind {
 		t.Fatalf("list kind %v", list.GroupVersionKind())
 	}
 	w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{})
@@ -162,7 +164,8 @@ func TestMetadataListWatchStampsGVKOnItemsAndEvents(t *testing.T) {
 func TestListWatchSupportsWatchListOnlyWithBookmarksAndAClientThatDoes(t *testing.T) {
 	noop := func(context.Context, metav1.ListOptions) (runtime.Object, error) { return &corev1.PodList{}, nil }
 	noWatch := func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewEmptyWatch(), nil }
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{podsGVR: "PodList"})
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{podsGVR: podListKind})
 	md := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
 	for _, tc := range []struct {
 		name        string
@@ -171,9 +174,13 @@ func TestListWatchSupportsWatchListOnlyWithBookmarksAndAClientThatDoes(t *testin
 	}{
 		{"funcs with bookmarks", NewListWatch(noop, noWatch, ListWatchOptions{AllowWatchBookmarks: true}), false},
 		{"funcs without bookmarks", NewListWatch(noop, noWatch, ListWatchOptions{}), true},
-		{"REST client with bookmarks", NewRESTListWatch(&restfake.RESTClient{}, "pods", true, scheme.ParameterCodec, ListWatchOptions{AllowWatchBookmarks: true}), false},
-		{"fake dynamic client (opts out)", NewDynamicListWatch(dyn, podsGVR, true, ListWatchOptions{AllowWatchBookmarks: true}), true},
-		{"fake metadata client (opts out)", NewMetadataListWatch(md, podsGVR, podGVK, true, ListWatchOptions{AllowWatchBookmarks: true}), true},
+		{"REST client with bookmarks",
+			NewRESTListWatch(&restfake.RESTClient{}, podsResource, true, scheme.ParameterCodec,
+				ListWatchOptions{AllowWatchBookmarks: true}), false},
+		{"fake dynamic client (opts out)",
+			NewDynamicListWatch(dyn, podsGVR, true, ListWatchOptions{AllowWatchBookmarks: true}), true},
+		{"fake metadata client (opts out)",
+			NewMetadataListWatch(md, podsGVR, podGVK, true, ListWatchOptions{AllowWatchBookmarks: true}), true},
 	} {
 		if got := tc.lw.IsWatchListSemanticsUnSupported(); got != tc.unsupported {
 			t.Errorf("%s: IsWatchListSemanticsUnSupported = %v, want %v", tc.name, got, tc.unsupported)
@@ -230,12 +237,15 @@ func (s *watchStreamServer) query(i int) url.Values {
 }
 
 func TestRESTListWatchStreamsInitialListWithWatchListParameters(t *testing.T) {
-	typed := func(p *corev1.Pod) *corev1.Pod { p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}; return p }
+	typed := func(p *corev1.Pod) *corev1.Pod {
+		p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: podKind}
+		return p
+	}
 	end := typed(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "9",
-		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: trueValue}}})
 	srv := &watchStreamServer{first: []watch.Event{
-		{Type: watch.Added, Object: typed(pod("ns1", "p1", "3"))},
-		{Type: watch.Added, Object: typed(pod("ns1", "p2", "7"))},
+		{Type: watch.Added, Object: typed(pod(ns1, "p1", "3"))},
+		{Type: watch.Added, Object: typed(pod(ns1, "p2", "7"))},
 		{Type: watch.Bookmark, Object: end},
 	}}
 	t.Cleanup(srv.close)
@@ -245,7 +255,8 @@ func TestRESTListWatchStreamsInitialListWithWatchListParameters(t *testing.T) {
 		VersionedAPIPath:     "/api/v1",
 		Client:               restfake.CreateHTTPClient(srv.roundTrip(t)),
 	}
-	lw := NewRESTListWatch(client, "pods", true, scheme.ParameterCodec, ListWatchOptions{Namespace: "ns1", AllowWatchBookmarks: true})
+	lw := NewRESTListWatch(client, podsResource, true, scheme.ParameterCodec,
+		ListWatchOptions{Namespace: ns1, AllowWatchBookmarks: true})
 	run := runReflector(t, lw, ReflectorOptions{})
 	eventually(t, 10*time.Second, "streamed list installed", func() bool { return len(run.store.all()) > 0 })
 	equalStrings(t, "store", run.store.all(), []string{"replace [ns1/p1@3 ns1/p2@7] rv=9"})
@@ -254,8 +265,8 @@ func TestRESTListWatchStreamsInitialListWithWatchListParameters(t *testing.T) {
 	}
 	q := srv.query(0)
 	for k, v := range map[string]string{
-		"watch": "true", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
-		"allowWatchBookmarks": "true", "resourceVersion": "",
+		"watch": trueValue, "sendInitialEvents": trueValue, "resourceVersionMatch": "NotOlderThan",
+		"allowWatchBookmarks": trueValue, "resourceVersion": "",
 	} {
 		if q.Get(k) != v {
 			t.Errorf("query %s = %q, want %q (query %v)", k, q.Get(k), v, q)
@@ -295,9 +306,10 @@ func (r streamingResource) Watch(context.Context, metav1.ListOptions) (watch.Int
 func TestMetadataListWatchStampsGVKOnStreamedInitialEvents(t *testing.T) {
 	stream := watch.NewRaceFreeFake()
 	// The metadata API sends items and bookmarks without a kind.
-	stream.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1", ResourceVersion: "3"}})
+	stream.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1",
+		ResourceVersion: "3"}})
 	stream.Action(watch.Bookmark, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "4",
-		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})
+		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: trueValue}}})
 	s := metadatafake.NewTestScheme()
 	must(t, metav1.AddMetaToScheme(s))
 	client := streamingMetadata{Interface: metadatafake.NewSimpleMetadataClient(s), stream: stream}

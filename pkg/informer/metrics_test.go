@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
 
-var podLabels = MetricLabels{Kind: "Pod", Shape: ShapeTyped}
+var podLabels = MetricLabels{Kind: podKind, Shape: ShapeTyped}
 
 // newMetricsRegistry returns a fresh Metrics registered with a fresh registry.
 func newMetricsRegistry(t *testing.T) (*Metrics, *prometheus.Registry) {
@@ -61,7 +60,7 @@ func gathered(t *testing.T, reg *prometheus.Registry, labels MetricLabels) map[s
 			}
 			name := f.GetName()
 			if len(extra) > 0 {
-				sort.Strings(extra)
+				slices.Sort(extra)
 				name += "{" + strings.Join(extra, ",") + "}"
 			}
 			switch {
@@ -252,7 +251,8 @@ func TestMetricsPerHandlerPendingKeysPanicsAndCalls(t *testing.T) {
 	close(slow.handler.(stuckHandler).release)
 	waitSynced(t, slow.HasSyncedChecker())
 	eventually(t, 5*time.Second, "slow handler done", func() bool {
-		return metricValue(t, reg, podLabels, "deltacache_handler_processing_latency_seconds_count{handler=informer.stuckHandler}") == 3
+		return metricValue(t, reg, podLabels,
+			"deltacache_handler_processing_latency_seconds_count{handler=informer.stuckHandler}") == 3
 	})
 
 	got := gathered(t, reg, podLabels)
@@ -293,9 +293,11 @@ func TestMetricsHandlerLatencyIsTheDurationOfEachCall(t *testing.T) {
 	startInformer(t, s)
 	waitSynced(t, reg1.HasSyncedChecker())
 	eventually(t, 5*time.Second, "both calls observed", func() bool {
-		return metricValue(t, reg, podLabels, "deltacache_handler_processing_latency_seconds_count{handler=informer.clockHandler}") == 2
+		return metricValue(t, reg, podLabels,
+			"deltacache_handler_processing_latency_seconds_count{handler=informer.clockHandler}") == 2
 	})
-	if got := metricValue(t, reg, podLabels, "deltacache_handler_processing_latency_seconds_sum{handler=informer.clockHandler}"); got != 0.5 {
+	if got := metricValue(t, reg, podLabels,
+		"deltacache_handler_processing_latency_seconds_sum{handler=informer.clockHandler}"); got != 0.5 {
 		t.Fatalf("latency sum = %v, want 0.5", got)
 	}
 }
@@ -319,8 +321,8 @@ func TestMetricsOfInformersWithEqualLabelsAddUpAndVanishWithTheLast(t *testing.T
 	m, reg := newMetricsRegistry(t)
 	labels := MetricLabels{Group: "apps", Version: "v1", Kind: "Thing", Shape: ShapeTyped}
 	f1 := informertest.New(&corev1.Pod{})
-	f1.Create(pod("ns1", "p1", ""))
-	f1.Create(pod("ns1", "p2", ""))
+	f1.Create(pod(ns1, "p1", ""))
+	f1.Create(pod(ns1, "p2", ""))
 	f2 := informertest.New(&corev1.Pod{})
 	for _, name := range []string{"p1", "p2", "p3"} {
 		f2.Create(pod("ns2", name, ""))
@@ -373,11 +375,12 @@ func TestMetricLabelsDefaultToTheExampleObjectsKindAndShape(t *testing.T) {
 		given   MetricLabels
 		want    MetricLabels
 	}{
-		{&corev1.Pod{}, MetricLabels{}, MetricLabels{Kind: "Pod", Shape: ShapeTyped}},
+		{&corev1.Pod{}, MetricLabels{}, MetricLabels{Kind: podKind, Shape: ShapeTyped}},
 		{typed, MetricLabels{}, MetricLabels{Version: "v1", Kind: "Service", Shape: ShapeTyped}},
 		{u, MetricLabels{}, MetricLabels{Version: "v1", Kind: "Secret", Shape: ShapeUnstructured}},
 		{meta, MetricLabels{}, MetricLabels{Version: "v1", Kind: "ConfigMap", Shape: ShapeMetadata}},
-		{meta, MetricLabels{Group: "g", Version: "v2", Kind: "K"}, MetricLabels{Group: "g", Version: "v2", Kind: "K", Shape: ShapeMetadata}},
+		{meta, MetricLabels{Group: "g", Version: "v2", Kind: "K"},
+			MetricLabels{Group: "g", Version: "v2", Kind: "K", Shape: ShapeMetadata}},
 	} {
 		s := NewSharedIndexInformer(informertest.New(tc.example), tc.example, Options{MetricLabels: tc.given})
 		if got := s.MetricLabels(); got != tc.want {

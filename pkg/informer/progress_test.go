@@ -55,7 +55,7 @@ func TestLongInitialListLogsProgressThenOneSummary(t *testing.T) {
 	// Five pages, 3s each, progress every 5s: lines after pages 2 (6s) and 4
 	// (12s); none after the last page, which the summary covers.
 	s := newPodInformer(clockSteppingLW{f, fc, 3 * time.Second},
-		Options{Name: "pods", PageSize: 2, Clock: fc, Logger: logs.logger(), ListProgressInterval: 5 * time.Second})
+		Options{Name: podsResource, PageSize: 2, Clock: fc, Logger: logs.logger(), ListProgressInterval: 5 * time.Second})
 	startInformer(t, s)
 	waitSynced(t, s.HasSyncedChecker())
 	eventually(t, 5*time.Second, "summary line", func() bool { return len(logs.with(`"msg"="informer synced"`)) == 1 })
@@ -100,7 +100,8 @@ func TestFailingListLogsOneLinePerBackoffStepWithReasonAndDelay(t *testing.T) {
 		t.Fatalf("error lines (want one per failed list):\n%s", strings.Join(errorLines, "\n"))
 	}
 	for i, delay := range []string{"1ms", "2ms", "4ms"} {
-		for _, s := range []string{`"msg"="list/watch failed; retrying"`, `"reason"="Forbidden"`, `"retryIn"="` + delay + `"`} {
+		for _, s := range []string{`"msg"="list/watch failed; retrying"`, `"reason"="Forbidden"`,
+			`"retryIn"="` + delay + `"`} {
 			if !strings.Contains(errorLines[i], s) {
 				t.Errorf("line %d lacks %s: %s", i, s, errorLines[i])
 			}

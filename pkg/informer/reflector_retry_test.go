@@ -68,13 +68,14 @@ func TestRepeated410RelistsOnceImmediatelyThenBacksOff(t *testing.T) {
 	}
 	fc.Step(time.Millisecond)
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 6)[:6]), []string{
-		`list rv="" limit=500`, `watch rv="10"`, `list rv="" limit=500`, `watch rv="20"`, `list rv="" limit=500`, `watch rv="30"`,
+		reqList, reqWatch10, reqList, `watch rv="20"`, reqList, `watch rv="30"`,
 	})
 	if got := logs.withMsg("resourceVersion unusable; relisting with a consistent read"); len(got) != 1 {
 		t.Fatalf("immediate relist lines: %q", got)
 	}
 	backoff := logs.withMsg("list/watch failed; retrying")
-	if len(backoff) != 1 || !strings.Contains(backoff[0], `"reason"="Expired"`) || !strings.Contains(backoff[0], `"retryIn"="5s"`) {
+	if len(backoff) != 1 || !strings.Contains(backoff[0], `"reason"="Expired"`) || !strings.Contains(backoff[0],
+		`"retryIn"="5s"`) {
 		t.Fatalf("backoff lines: %q", backoff)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -107,6 +105,17 @@ func (run *reflectorRun) nextErr(t *testing.T) *ListWatchError {
 
 func items(objs ...runtime.Object) []runtime.Object { return objs }
 
+// Request summaries (as summarize renders them) and store calls that many tests expect.
+const (
+	reqList             = `list rv="" limit=500`
+	reqWatchList        = `watch rv="" sendInitialEvents`
+	reqWatch1           = `watch rv="1"`
+	reqWatch2           = `watch rv="2"`
+	reqWatch10          = `watch rv="10"`
+	reqWatch11          = `watch rv="11"`
+	storeReplaceEmpty10 = "replace [] rv=10"
+)
+
 func waitRequests(t *testing.T, f *informertest.Fake, n int) []informertest.Request {
 	t.Helper()
 	reqs, err := f.WaitForRequests(testCtx(t), n)
@@ -119,7 +128,7 @@ func waitRequests(t *testing.T, f *informertest.Fake, n int) []informertest.Requ
 // summarize renders requests as "list rv= limit=2 continue=c1", "watch rv=10"
 // or `watch rv="" sendInitialEvents` (a WatchList request).
 func summarize(reqs []informertest.Request) []string {
-	var out []string
+	out := make([]string, 0, len(reqs))
 	for _, r := range reqs {
 		o := r.Options
 		s := fmt.Sprintf("%s rv=%q", r.Verb, o.ResourceVersion)
@@ -140,7 +149,8 @@ func summarize(reqs []informertest.Request) []string {
 func TestListAndWatchPaginatesWithConsistentReadThenWatchesFromListRV(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ScriptList(
-		informertest.ListResponse{Items: items(pod("a", "p1", "3"), pod("a", "p2", "5")), ResourceVersion: "10", Continue: "c1"},
+		informertest.ListResponse{Items: items(pod("a", "p1", "3"), pod("a", "p2", "5")), ResourceVersion: "10",
+			Continue: "c1"},
 		informertest.ListResponse{Items: items(pod("b", "p3", "7")), ResourceVersion: "10"},
 	)
 	f.ScriptWatch(informertest.WatchResponse{})
@@ -149,7 +159,7 @@ func TestListAndWatchPaginatesWithConsistentReadThenWatchesFromListRV(t *testing
 	equalStrings(t, "requests", summarize(reqs[:3]), []string{
 		`list rv="" limit=2`,
 		`list rv="" limit=2 continue=c1`,
-		`watch rv="10"`,
+		reqWatch10,
 	})
 	w := reqs[2].Options
 	if !w.AllowWatchBookmarks {
@@ -187,9 +197,9 @@ func TestWatchEventsReachStoreAndBookmarksOnlyAdvanceRV(t *testing.T) {
 	run := runReflector(t, f, ReflectorOptions{})
 	reqs := waitRequests(t, f, 3) // list, watch, re-watch
 	equalStrings(t, "store", run.store.all(), []string{
-		"replace [] rv=10", "add a/x@11", "update a/x@12", "bookmark 15", "delete a/x@16", "bookmark 20",
+		storeReplaceEmpty10, "add a/x@11", "update a/x@12", "bookmark 15", "delete a/x@16", "bookmark 20",
 	})
-	equalStrings(t, "requests", summarize(reqs[:3]), []string{`list rv="" limit=500`, `watch rv="10"`, `watch rv="20"`})
+	equalStrings(t, "requests", summarize(reqs[:3]), []string{reqList, reqWatch10, `watch rv="20"`})
 	if got := run.r.LastSyncResourceVersion(); got != "20" {
 		t.Fatalf("LastSyncResourceVersion = %q, want 20", got)
 	}
@@ -205,7 +215,7 @@ func TestNormalWatchEndRewatchesFromLastRVWithoutRelist(t *testing.T) {
 	runReflector(t, f, ReflectorOptions{})
 	reqs := waitRequests(t, f, 4)
 	equalStrings(t, "requests", summarize(reqs[:4]), []string{
-		`list rv="" limit=500`, `watch rv="10"`, `watch rv="11"`, `watch rv="13"`,
+		reqList, reqWatch10, reqWatch11, `watch rv="13"`,
 	})
 }
 
@@ -220,7 +230,8 @@ func TestRelistAfter410UsesConsistentRead(t *testing.T) {
 			informertest.StatusEvent(informertest.ErrExpired()),
 		}}, ReasonExpired},
 		{"gone on open", informertest.WatchResponse{Err: informertest.ErrGone()}, ReasonExpired},
-		{"too large RV on open", informertest.WatchResponse{Err: informertest.ErrTooLargeResourceVersion()}, ReasonTooLargeResourceVersion},
+		{"too large RV on open", informertest.WatchResponse{Err: informertest.ErrTooLargeResourceVersion()},
+			ReasonTooLargeResourceVersion},
 		{"too large RV event, message only (older servers)", informertest.WatchResponse{Events: []watch.Event{
 			informertest.StatusEvent(apierrors.NewTimeoutError("Too large resource version: 1000, current: 10", 1)),
 		}}, ReasonTooLargeResourceVersion},
@@ -233,7 +244,7 @@ func TestRelistAfter410UsesConsistentRead(t *testing.T) {
 			run := runReflector(t, f, ReflectorOptions{Backoff: Backoff{Initial: time.Hour, Jitter: -1}})
 			reqs := waitRequests(t, f, 4)
 			got := summarize(reqs[:4])
-			equalStrings(t, "requests", got, []string{`list rv="" limit=500`, `watch rv="10"`, `list rv="" limit=500`, `watch rv="30"`})
+			equalStrings(t, "requests", got, []string{reqList, reqWatch10, reqList, `watch rv="30"`})
 			if err := run.nextErr(t); err.Reason != tc.reason || err.Op != "watch" {
 				t.Fatalf("reported %s/%s, want watch/%s", err.Op, err.Reason, tc.reason)
 			}
@@ -243,11 +254,12 @@ func TestRelistAfter410UsesConsistentRead(t *testing.T) {
 
 func TestListExpiredRetriesConsistentList(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
-	f.ScriptList(informertest.ListResponse{Err: informertest.ErrExpired()}, informertest.ListResponse{ResourceVersion: "7"})
+	f.ScriptList(informertest.ListResponse{Err: informertest.ErrExpired()},
+		informertest.ListResponse{ResourceVersion: "7"})
 	run := runReflector(t, f, ReflectorOptions{Backoff: Backoff{Initial: time.Hour, Jitter: -1}})
 	reqs := waitRequests(t, f, 3)
-	equalStrings(t, "requests", summarize(reqs[:3]), []string{`list rv="" limit=500`, `list rv="" limit=500`, `watch rv="7"`})
-	if err := run.nextErr(t); err.Reason != ReasonExpired || err.Op != "list" {
+	equalStrings(t, "requests", summarize(reqs[:3]), []string{reqList, reqList, `watch rv="7"`})
+	if err := run.nextErr(t); err.Reason != ReasonExpired || err.Op != opList {
 		t.Fatalf("reported %+v", err)
 	}
 }
@@ -274,11 +286,11 @@ func TestListErrorsReachWatchErrorHandlerAndLastError(t *testing.T) {
 		informertest.ListResponse{Err: informertest.ErrForbidden()},
 		informertest.ListResponse{Err: informertest.ErrNotFound()},
 		informertest.ListResponse{Err: informertest.ErrInternal()},
-		informertest.ListResponse{Err: &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}},
+		informertest.ListResponse{Err: connRefused()},
 	)
 	gate := make(chan struct{})
 	lw := &gatedLW{Fake: f, beforeList: 5, gate: gate}
-	run := runReflector(t, lw, ReflectorOptions{Name: "pods"})
+	run := runReflector(t, lw, ReflectorOptions{Name: podsResource})
 
 	want := []struct {
 		reason string
@@ -291,7 +303,7 @@ func TestListErrorsReachWatchErrorHandlerAndLastError(t *testing.T) {
 	}
 	for i, w := range want {
 		err := run.nextErr(t)
-		if err.Reason != w.reason || err.Op != "list" || err.Name != "pods" || !w.check(err) {
+		if err.Reason != w.reason || err.Op != opList || err.Name != podsResource || !w.check(err) {
 			t.Fatalf("error %d = %+v (%v), want list/%s wrapping the original", i, err, err, w.reason)
 		}
 		if !strings.HasPrefix(err.Error(), "pods: list failed ("+w.reason+"): ") {
@@ -338,7 +350,7 @@ func TestWatchErrorEventOtherThanExpiredBacksOffAndRelists(t *testing.T) {
 	f.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{informertest.StatusEvent(informertest.ErrInternal())}})
 	run := runReflector(t, f, ReflectorOptions{})
 	reqs := waitRequests(t, f, 4)
-	equalStrings(t, "requests", summarize(reqs[:4]), []string{`list rv="" limit=500`, `watch rv="10"`, `list rv="" limit=500`, `watch rv="11"`})
+	equalStrings(t, "requests", summarize(reqs[:4]), []string{reqList, reqWatch10, reqList, reqWatch11})
 	if err := run.nextErr(t); err.Reason != ReasonServerError || !apierrors.IsInternalError(err) {
 		t.Fatalf("reported %+v", err)
 	}
@@ -347,11 +359,12 @@ func TestWatchErrorEventOtherThanExpiredBacksOffAndRelists(t *testing.T) {
 func TestWatchOpenConnectionRefusedRewatchesWithoutRelist(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ScriptList(informertest.ListResponse{ResourceVersion: "10"})
-	refused := &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-	f.ScriptWatch(informertest.WatchResponse{Err: refused}, informertest.WatchResponse{Err: apierrors.NewTooManyRequests("slow down", 1)})
+	refused := connRefused()
+	f.ScriptWatch(informertest.WatchResponse{Err: refused},
+		informertest.WatchResponse{Err: apierrors.NewTooManyRequests("slow down", 1)})
 	run := runReflector(t, f, ReflectorOptions{})
 	reqs := waitRequests(t, f, 4)
-	equalStrings(t, "requests", summarize(reqs[:4]), []string{`list rv="" limit=500`, `watch rv="10"`, `watch rv="10"`, `watch rv="10"`})
+	equalStrings(t, "requests", summarize(reqs[:4]), []string{reqList, reqWatch10, reqWatch10, reqWatch10})
 	if e := run.nextErr(t); e.Reason != ReasonTransport {
 		t.Fatalf("first error %+v", e)
 	}
@@ -370,7 +383,7 @@ func TestWatchDropsEventsOfUnexpectedType(t *testing.T) {
 	}, Close: true})
 	run := runReflector(t, f, ReflectorOptions{})
 	waitRequests(t, f, 3)
-	equalStrings(t, "store", run.store.all(), []string{"replace [] rv=10", "add a/x@12"})
+	equalStrings(t, "store", run.store.all(), []string{storeReplaceEmpty10, "add a/x@12"})
 }
 
 func TestStaleRelistIsNotInstalled(t *testing.T) {
@@ -390,9 +403,9 @@ func TestStaleRelistIsNotInstalled(t *testing.T) {
 	run := runReflector(t, f, ReflectorOptions{})
 	reqs := waitRequests(t, f, 5)
 	equalStrings(t, "requests", summarize(reqs[:5]), []string{
-		`list rv="" limit=500`, `watch rv="10"`, `list rv="" limit=500`, `list rv="" limit=500`, `watch rv="25"`,
+		reqList, reqWatch10, reqList, reqList, `watch rv="25"`,
 	})
-	equalStrings(t, "store", run.store.all(), []string{"replace [] rv=10", "add a/x@20", "replace [a/x@25] rv=25"})
+	equalStrings(t, "store", run.store.all(), []string{storeReplaceEmpty10, "add a/x@20", "replace [a/x@25] rv=25"})
 	if e := run.nextErr(t); e.Reason != ReasonExpired {
 		t.Fatalf("first error %+v", e)
 	}
@@ -410,7 +423,7 @@ func TestSilentWatchIsAbandonedAndReopened(t *testing.T) {
 	)
 	run := runReflector(t, f, ReflectorOptions{WatchStallTimeout: 30 * time.Millisecond})
 	reqs := waitRequests(t, f, 3)
-	equalStrings(t, "requests", summarize(reqs[:3]), []string{`list rv="" limit=500`, `watch rv="10"`, `watch rv="11"`})
+	equalStrings(t, "requests", summarize(reqs[:3]), []string{reqList, reqWatch10, reqWatch11})
 	if e := run.nextErr(t); e.Reason != ReasonWatchStalled {
 		t.Fatalf("error %+v", e)
 	}

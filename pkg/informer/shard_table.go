@@ -92,6 +92,9 @@ const (
 
 var keySeed = maphash.MakeSeed()
 
+// emptyShard is the shared shard of no entries (never changed in place).
+var emptyShard = &shard{}
+
 func keyHash(key string) uint64 { return maphash.String(keySeed, key) }
 
 // newShardTable returns an empty table sized for n objects.
@@ -101,9 +104,8 @@ func newShardTable(funcs *indexFuncs, n int, rv string) *shardTable {
 		bits++
 	}
 	t := &shardTable{funcs: funcs, bits: bits, shards: make([]atomic.Pointer[shard], 1<<bits)}
-	empty := &shard{}
 	for i := range t.shards {
-		t.shards[i].Store(empty)
+		t.shards[i].Store(emptyShard)
 	}
 	t.indices.Store(&indexSet{byName: make([]trie[bucket], len(funcs.names))})
 	t.rv.Store(&rv)
@@ -206,19 +208,40 @@ func (t *shardTable) sortShards() {
 
 // grown returns a table with twice the shards and the same content, funcs,
 // indexes and RV. Only the writer calls it.
-func (t *shardTable) grown() *shardTable {
-	g := &shardTable{funcs: t.funcs, bits: t.bits + 1, shards: make([]atomic.Pointer[shard], 2<<t.bits)}
+func (t *shardTable) grown() *shardTable { return t.grownTo(t.bits + 1) }
+
+// grownTo returns a table with 2^bits shards (bits ≥ t.bits) and the same
+// entries, funcs, indexes and RV. Only the writer calls it.
+func (t *shardTable) grownTo(bits uint8) *shardTable {
+	g := &shardTable{funcs: t.funcs, bits: bits, shards: make([]atomic.Pointer[shard], 1<<bits)}
+	split := bits - t.bits
+	parts := make([][]shardEntry, 1<<split)
 	for i := range t.shards {
-		var lo, hi []shardEntry
-		for _, se := range t.shards[i].Load().entries {
-			if se.hash>>(64-g.bits)&1 == 0 {
-				lo = append(lo, se)
-			} else {
-				hi = append(hi, se)
+		entries := t.shards[i].Load().entries
+		if split == 1 {
+			// The common doubling: count first, so each half is one allocation.
+			lo := 0
+			for _, se := range entries {
+				if se.hash>>(64-bits)&1 == 0 {
+					lo++
+				}
 			}
+			parts[0] = make([]shardEntry, 0, lo)
+			parts[1] = make([]shardEntry, 0, len(entries)-lo)
+		} else {
+			clear(parts)
 		}
-		g.shards[2*i].Store(&shard{entries: lo})
-		g.shards[2*i+1].Store(&shard{entries: hi})
+		for _, se := range entries {
+			j := se.hash >> (64 - bits) & (1<<split - 1)
+			parts[j] = append(parts[j], se)
+		}
+		for j, p := range parts {
+			if len(p) == 0 {
+				g.shards[i<<split+j].Store(emptyShard)
+				continue
+			}
+			g.shards[i<<split+j].Store(&shard{entries: p})
+		}
 	}
 	g.indices.Store(t.indices.Load())
 	g.size.Store(t.size.Load())

@@ -107,8 +107,10 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 					continue
 				}
 				rv := m.GetResourceVersion()
-				list := make([]any, len(items.objs))
-				copy(list, items.objs)
+				// The list is the table's objects themselves (no copy); its
+				// key index goes now, before the FIFO builds its own.
+				list := items.objs
+				items = table{}
 				stats := ListStats{Objects: len(list), ResourceVersion: rv, Duration: r.clock.Since(start), WatchList: true}
 				if err := r.install(ctx, "watchlist", list, rv, stats); err != nil {
 					w.Stop()

@@ -30,11 +30,12 @@ func TestWatchListIsTheDefaultAndContinuesOnSameStream(t *testing.T) {
 	f.Create(pod("a", "p3", ""))
 	eventually(t, 10*time.Second, "p3", func() bool { return rec.count() == 3 })
 
+	//nolint:goconst // expected values are spelled out so the test reads as its specification
 	equalStrings(t, "events", append(sortedCopy(rec.all()[:2]), rec.all()[2]), []string{
 		"add a/p1@2 initial", "add a/p2@3 initial", "add a/p3@4",
 	})
 	reqs := f.Requests()
-	equalStrings(t, "requests", summarize(reqs), []string{`watch rv="" sendInitialEvents`})
+	equalStrings(t, "requests", summarize(reqs), []string{reqWatchList})
 	o := reqs[0].Options
 	if o.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || !o.AllowWatchBookmarks ||
 		o.TimeoutSeconds == nil || *o.TimeoutSeconds < 300 || *o.TimeoutSeconds > 600 {
@@ -44,6 +45,7 @@ func TestWatchListIsTheDefaultAndContinuesOnSameStream(t *testing.T) {
 	if !ok || !stats.WatchList || stats.Objects != 2 || stats.ResourceVersion != "3" || stats.Pages != 0 {
 		t.Fatalf("stats = %+v", stats)
 	}
+	//nolint:goconst // expected values are spelled out so the test reads as its specification
 	equalStrings(t, "store", storeContent(s), []string{"a/p1@2", "a/p2@3", "a/p3@4"})
 }
 
@@ -68,7 +70,7 @@ func TestWatchListFallsBackToListWhenInitialEventsNeverEndAndKeepsListing(t *tes
 	run := startInformer(t, s)
 	waitSynced(t, reg.HasSyncedChecker())
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
-		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="2"`,
+		reqWatchList, reqList, reqWatch2,
 	})
 	equalStrings(t, "events", rec.all(), []string{"add a/p1@2 initial"})
 	if !f.Watches()[0].IsStopped() {
@@ -76,7 +78,7 @@ func TestWatchListFallsBackToListWhenInitialEventsNeverEndAndKeepsListing(t *tes
 	}
 	select {
 	case e := <-errs:
-		if e.Op != "watchlist" || e.Reason != ReasonWatchListTimeout {
+		if e.Op != opWatchList || e.Reason != ReasonWatchListTimeout {
 			t.Fatalf("reported %+v", e)
 		}
 	case <-time.After(5 * time.Second):
@@ -84,7 +86,7 @@ func TestWatchListFallsBackToListWhenInitialEventsNeverEndAndKeepsListing(t *tes
 	}
 	// A relist (410) lists again without trying to stream.
 	f.Compact()
-	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 5)[3:5]), []string{`list rv="" limit=500`, `watch rv="2"`})
+	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 5)[3:5]), []string{reqList, reqWatch2})
 	run.stop(t)
 }
 
@@ -93,18 +95,19 @@ func TestWatchListRefusedByServerUsesListFromThenOn(t *testing.T) {
 	f.ServeWatchList(true)
 	f.Create(pod("a", "p1", ""))
 	refused := apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", field.ErrorList{
-		field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"),
+		field.Forbidden(field.NewPath("sendInitialEvents"),
+			"sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"),
 	})
 	f.ScriptWatch(informertest.WatchResponse{Err: refused})
 	run := runReflector(t, f, ReflectorOptions{})
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
-		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="2"`,
+		reqWatchList, reqList, reqWatch2,
 	})
-	if e := run.nextErr(t); e.Op != "watchlist" || e.Reason != ReasonServerError || !apierrors.IsInvalid(e) {
+	if e := run.nextErr(t); e.Op != opWatchList || e.Reason != ReasonServerError || !apierrors.IsInvalid(e) {
 		t.Fatalf("reported %+v", e)
 	}
 	f.Compact()
-	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 5)[3:5]), []string{`list rv="" limit=500`, `watch rv="2"`})
+	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 5)[3:5]), []string{reqList, reqWatch2})
 }
 
 func TestWatchListRefusalIsNeverLastError(t *testing.T) {
@@ -138,7 +141,7 @@ func TestWatchListRefusalIsNeverLastError(t *testing.T) {
 		t.Fatal("the refusal never reached the WatchErrorHandler")
 	}
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
-		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="2"`,
+		reqWatchList, reqList, reqWatch2,
 	})
 	if err := r.LastError(); err != nil {
 		t.Fatalf("LastError after the LIST fallback = %v, want nil", err)
@@ -152,13 +155,13 @@ func TestWatchListTransientFailureFallsBackOnceThenStreamsAgain(t *testing.T) {
 	f.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{informertest.StatusEvent(informertest.ErrInternal())}})
 	run := runReflector(t, f, ReflectorOptions{})
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
-		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="2"`,
+		reqWatchList, reqList, reqWatch2,
 	})
-	if e := run.nextErr(t); e.Op != "watchlist" || e.Reason != ReasonServerError {
+	if e := run.nextErr(t); e.Op != opWatchList || e.Reason != ReasonServerError {
 		t.Fatalf("reported %+v", e)
 	}
 	f.Compact()
-	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 4)[3:4]), []string{`watch rv="" sendInitialEvents`})
+	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 4)[3:4]), []string{reqWatchList})
 	eventually(t, 5*time.Second, "streamed relist installed", func() bool { return len(run.store.all()) == 2 })
 	equalStrings(t, "store", run.store.all(), []string{"replace [a/p1@2] rv=2", "replace [a/p1@2] rv=2"})
 	if st, ok := run.r.LastListStats(); !ok || !st.WatchList {
@@ -169,13 +172,14 @@ func TestWatchListTransientFailureFallsBackOnceThenStreamsAgain(t *testing.T) {
 func TestWatchListStreamClosedEarlyFallsBackToList(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ServeWatchList(true)
-	f.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{{Type: watch.Added, Object: pod("a", "p1", "2")}}, Close: true})
+	f.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{{Type: watch.Added, Object: pod("a", "p1", "2")}},
+		Close: true})
 	f.ScriptList(informertest.ListResponse{Items: items(pod("a", "p1", "2")), ResourceVersion: "5"})
 	run := runReflector(t, f, ReflectorOptions{})
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
-		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="5"`,
+		reqWatchList, reqList, `watch rv="5"`,
 	})
-	if e := run.nextErr(t); e.Op != "watchlist" || e.Reason != ReasonTransport {
+	if e := run.nextErr(t); e.Op != opWatchList || e.Reason != ReasonTransport {
 		t.Fatalf("reported %+v", e)
 	}
 	// The streamed objects never reached the store: only the LIST did.
@@ -187,20 +191,20 @@ func TestWatchListDisabledByOption(t *testing.T) {
 	f.ServeWatchList(true)
 	s := newPodInformer(f, Options{DisableWatchList: true})
 	startInformer(t, s)
-	equalStrings(t, "requests", summarize(waitRequests(t, f, 2)[:2]), []string{`list rv="" limit=500`, `watch rv="1"`})
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 2)[:2]), []string{reqList, reqWatch1})
 }
 
 func TestWatchListNotUsedWhenListerWatcherOptsOut(t *testing.T) {
 	f := informertest.New(&corev1.Pod{}) // IsWatchListSemanticsUnSupported() == true
 	runReflector(t, f, ReflectorOptions{})
-	equalStrings(t, "reflector requests", summarize(waitRequests(t, f, 2)[:2]), []string{`list rv="" limit=500`, `watch rv="1"`})
+	equalStrings(t, "reflector requests", summarize(waitRequests(t, f, 2)[:2]), []string{reqList, reqWatch1})
 
 	// A ListerWatcher without context methods is wrapped by the informer; its
 	// opt-out must survive the wrapping.
 	g := informertest.New(&corev1.Pod{})
 	s := newPodInformer(plainLW{g}, Options{})
 	startInformer(t, s)
-	equalStrings(t, "informer requests", summarize(waitRequests(t, g, 2)[:2]), []string{`list rv="" limit=500`, `watch rv="1"`})
+	equalStrings(t, "informer requests", summarize(waitRequests(t, g, 2)[:2]), []string{reqList, reqWatch1})
 }
 
 // plainLW is a toolscache.ListerWatcher without the context-aware methods
@@ -218,13 +222,13 @@ func TestWatchListOverAdapterWithoutBookmarksIsNotUsed(t *testing.T) {
 	f.ServeWatchList(true)
 	lw := NewListWatch(f.ListWithContext, f.WatchWithContext, ListWatchOptions{AllowWatchBookmarks: false})
 	runReflector(t, lw, ReflectorOptions{})
-	equalStrings(t, "requests", summarize(waitRequests(t, f, 2)[:2]), []string{`list rv="" limit=500`, `watch rv="1"`})
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 2)[:2]), []string{reqList, reqWatch1})
 
 	g := informertest.New(&corev1.Pod{})
 	g.ServeWatchList(true)
 	lw = NewListWatch(g.ListWithContext, g.WatchWithContext, ListWatchOptions{AllowWatchBookmarks: true})
 	runReflector(t, lw, ReflectorOptions{})
-	equalStrings(t, "requests with bookmarks", summarize(waitRequests(t, g, 1)[:1]), []string{`watch rv="" sendInitialEvents`})
+	equalStrings(t, "requests with bookmarks", summarize(waitRequests(t, g, 1)[:1]), []string{reqWatchList})
 }
 
 func TestWatchListForbiddenFallsBackToListWhoseErrorIsTheAttempts(t *testing.T) {
@@ -237,9 +241,9 @@ func TestWatchListForbiddenFallsBackToListWhoseErrorIsTheAttempts(t *testing.T) 
 	// LIST at once; the attempt ends with the LIST's error, then backs off
 	// and streams again.
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
-		`watch rv="" sendInitialEvents`, `list rv="" limit=500`, `watch rv="" sendInitialEvents`,
+		reqWatchList, reqList, reqWatchList,
 	})
-	for _, op := range []string{"watchlist", "list"} {
+	for _, op := range []string{opWatchList, opList} {
 		if e := run.nextErr(t); e.Op != op || e.Reason != ReasonForbidden || !apierrors.IsForbidden(e) {
 			t.Fatalf("reported %+v, want %s/Forbidden", e, op)
 		}

@@ -78,8 +78,7 @@ func BenchmarkPipelineUpdates(b *testing.B) {
 					close(done)
 				}
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
+			ctx := b.Context()
 			src, err := startEventSource(ctx, c, keys, toolscache.ResourceEventHandlerFuncs{
 				AddFunc: observe, UpdateFunc: func(_, o any) { observe(o) },
 			})

@@ -214,9 +214,9 @@ func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods") {
 			q := req.URL.Query()
 			switch {
-			case q.Get("watch") != "true" && q.Get("watch") != "1":
+			case q.Get("watch") != trueValue && q.Get("watch") != "1":
 				c.lists.Add(1)
-			case q.Get("sendInitialEvents") == "true":
+			case q.Get("sendInitialEvents") == trueValue:
 				c.watchLists.Add(1)
 			}
 		}

@@ -92,7 +92,7 @@ func NewCacheUnderTest(
 	var newCache crcache.NewCacheFunc
 	switch c {
 	case Deltacache:
-		newCache = dcache.NewWith(dcache.WithLabelIndexes("app"))
+		newCache = dcache.NewWith(dcache.WithLabelIndexes(appLabel))
 	case DeltacacheDefaults:
 		newCache = dcache.New
 	case ControllerRuntime:
@@ -147,7 +147,7 @@ func (c *crCache) Get(ctx context.Context, namespace, name string) error {
 
 func (c *crCache) ListByLabel(ctx context.Context, namespace, app string) (int, error) {
 	var pods corev1.PodList
-	err := c.cache.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"app": app})
+	err := c.cache.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{appLabel: app})
 	return len(pods.Items), err
 }
 
@@ -179,7 +179,7 @@ func PodIndexers() toolscache.Indexers {
 			if err != nil {
 				return nil, err
 			}
-			app, ok := m.GetLabels()["app"]
+			app, ok := m.GetLabels()[appLabel]
 			if !ok {
 				return nil, nil
 			}

@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 )
 
 func TestLayoutOf20kPodsHas100PodsPerAppAndNode(t *testing.T) {
@@ -67,7 +66,7 @@ func TestLayoutOf20kPodsHas100PodsPerAppAndNode(t *testing.T) {
 func TestServerPodCarriesManagedFieldsAndDefaults(t *testing.T) {
 	p := NewLayout(100).ServerPod(5, "42")
 	if p.ResourceVersion != "42" || p.UID == "" || len(p.ManagedFields) != 1 ||
-		p.ManagedFields[0].Manager != FieldManager || len(p.ManagedFields[0].FieldsV1.Raw) < 500 {
+		p.ManagedFields[0].Manager != FieldManager || len(p.ManagedFields[0].FieldsV1.GetRawBytes()) < 500 {
 		t.Fatalf("server pod metadata %+v lacks rv, uid or managedFields", p.ObjectMeta)
 	}
 	c := p.Spec.Containers[0]
@@ -156,7 +155,7 @@ func TestMemoryAPIServesPagedListsAndWatchList(t *testing.T) {
 		len(list.Items[0].ManagedFields) != 1 {
 		t.Fatalf("first page: %d items, continue %q, rv %q", len(list.Items), list.Continue, list.ResourceVersion)
 	}
-	w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true),
+	w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{SendInitialEvents: new(true),
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)

@@ -107,8 +107,8 @@ func (m *MemoryAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 		return m.status(req, apierrors.NewNotFound(schema.GroupResource{Resource: req.URL.Path}, ""))
 	}
 	q := req.URL.Query()
-	if w := q.Get("watch"); w == "true" || w == "1" {
-		return m.watch(req, q.Get("sendInitialEvents") == "true"), nil
+	if w := q.Get("watch"); w == trueValue || w == "1" {
+		return m.watch(req, q.Get("sendInitialEvents") == trueValue), nil
 	}
 	return m.list(req, q.Get("limit"), q.Get("continue"))
 }
@@ -159,7 +159,7 @@ func (m *MemoryAPI) watch(req *http.Request, initial bool) *http.Response {
 	}()
 	return &http.Response{
 		StatusCode: http.StatusOK,
-		Header:     http.Header{"Content-Type": []string{c.streamContentType}},
+		Header:     http.Header{headerContentType: []string{c.streamContentType}},
 		Body:       body,
 		Request:    req,
 	}
@@ -174,7 +174,7 @@ func (m *MemoryAPI) sendInitialEvents(enc *restclientwatch.Encoder) error {
 	}
 	bookmark := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		ResourceVersion: m.rv,
-		Annotations:     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
+		Annotations:     map[string]string{metav1.InitialEventsAnnotationKey: trueValue},
 	}}
 	return enc.Encode(&watch.Event{Type: watch.Bookmark, Object: bookmark})
 }
@@ -195,7 +195,7 @@ func (m *MemoryAPI) status(req *http.Request, err apierrors.APIStatus) (*http.Re
 	}
 	return &http.Response{
 		StatusCode: int(st.Code),
-		Header:     http.Header{"Content-Type": []string{runtime.ContentTypeJSON}},
+		Header:     http.Header{headerContentType: []string{runtime.ContentTypeJSON}},
 		Body:       io.NopCloser(&buf),
 		Request:    req,
 	}, nil
@@ -209,7 +209,7 @@ func (m *MemoryAPI) encode(req *http.Request, code int, obj runtime.Object) (*ht
 	}
 	return &http.Response{
 		StatusCode:    code,
-		Header:        http.Header{"Content-Type": []string{c.contentType}},
+		Header:        http.Header{headerContentType: []string{c.contentType}},
 		Body:          io.NopCloser(&buf),
 		ContentLength: int64(buf.Len()),
 		Request:       req,

@@ -137,7 +137,7 @@ func (o Options) Sections() []Section {
 			Figures: append([]Figure{
 				{FigSync, "Time to sync", "s", false},
 				{FigHeapPerPod, "Heap in use after GC per pod", "B", false},
-				{FigPeakRSS, "Peak RSS", "MiB", false},
+				{FigPeakRSS, "Peak RSS", unitMiB, false},
 			}, readFigures()...),
 		},
 		{
@@ -180,8 +180,8 @@ func (o Options) Sections() []Section {
 			Description: "Live heap added while the only handler blocks, once the store holds every key's last state.",
 			Contenders:  pipeline,
 			Figures: []Figure{
-				{FigStuckFew, fmt.Sprintf("Memory held after %d events", o.Events/10), "MiB", false},
-				{FigStuckMany, fmt.Sprintf("Memory held after %d events", o.Events), "MiB", false},
+				{FigStuckFew, fmt.Sprintf("Memory held after %d events", o.Events/10), unitMiB, false},
+				{FigStuckMany, fmt.Sprintf("Memory held after %d events", o.Events), unitMiB, false},
 			},
 		},
 		{

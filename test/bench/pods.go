@@ -31,6 +31,14 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// Strings the harness shares between its pods, fake servers and report.
+const (
+	appLabel          = "app"          // label key of the pods' app label and the index on it
+	trueValue         = "true"         // a query parameter or annotation set to true
+	headerContentType = "Content-Type" // HTTP header of the fake API server's responses
+	unitMiB           = "MiB"          // unit of the report's memory figures
+)
+
 // FieldManager is the field manager the seeder creates pods with, so that every pod
 // carries one managedFields entry, as pods created by a controller do.
 const FieldManager = "bench-seeder"
@@ -105,12 +113,12 @@ func (l Layout) NewPod(i int) *corev1.Pod {
 			Namespace: ns,
 			Name:      name,
 			Labels: map[string]string{
-				"app":               app,
+				appLabel:            app,
 				"tier":              []string{"frontend", "backend", "cache"}[a%3],
 				"pod-template-hash": templateHash(a),
 			},
 			Annotations: map[string]string{
-				"prometheus.io/scrape": "true",
+				"prometheus.io/scrape": trueValue,
 				"checksum/config":      configChecksum(a),
 			},
 		},
@@ -152,7 +160,7 @@ func (l Layout) ServerPod(i int, rv string) *corev1.Pod {
 		APIVersion: "v1",
 		Time:       &created,
 		FieldsType: "FieldsV1",
-		FieldsV1:   &metav1.FieldsV1{Raw: []byte(podFieldsV1)},
+		FieldsV1:   metav1.NewFieldsV1(podFieldsV1),
 	}}
 	s := &p.Spec
 	s.RestartPolicy = corev1.RestartPolicyAlways
@@ -161,7 +169,7 @@ func (l Layout) ServerPod(i int, rv string) *corev1.Pod {
 	s.SecurityContext = &corev1.PodSecurityContext{}
 	s.SchedulerName = corev1.DefaultSchedulerName
 	s.Priority = ptr.To[int32](0)
-	s.EnableServiceLinks = ptr.To(true)
+	s.EnableServiceLinks = new(true)
 	s.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
 	s.Tolerations = []corev1.Toleration{
 		{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists,

@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,14 +114,14 @@ func (r *Runner) spawn(ctx context.Context, results Results, section string, spe
 
 // summarize renders a child's first values briefly for the progress log.
 func summarize(v Values) string {
-	s := ""
+	var s strings.Builder
 	for _, f := range []string{FigSync, FigHeapPerPod, FigPeakRSS, FigListLabelNS, FigPipeAllocs,
 		FigThroughput, FigWrites0, FigWrites10, FigStuckFew, FigStuckMany} {
 		if xs := v[f]; len(xs) > 0 {
-			s += fmt.Sprintf("%s=%.4g ", f, xs[0])
+			fmt.Fprintf(&s, "%s=%.4g ", f, xs[0])
 		}
 	}
-	return s
+	return s.String()
 }
 
 func (r *Runner) runAPIServer(ctx context.Context, results Results, info *RunInfo) error {

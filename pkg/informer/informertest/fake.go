@@ -20,8 +20,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -454,7 +455,7 @@ func (f *Fake) sortedLocked() []runtime.Object {
 	for k := range f.objects {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	out := make([]runtime.Object, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, f.objects[k].DeepCopyObject())
@@ -471,8 +472,12 @@ func ErrExpired() error {
 	return apierrors.NewResourceExpired("too old resource version: 1 (100)")
 }
 
-// ErrGone is a 410 Gone status.
-func ErrGone() error { return apierrors.NewGone("gone") }
+// ErrGone is a 410 Gone status (reason Gone, not Expired).
+func ErrGone() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusGone, Reason: metav1.StatusReasonGone, Message: "gone",
+	}}
+}
 
 // ErrTooLargeResourceVersion is the apiserver's "Too large resource version"
 // (a Timeout status with the ResourceVersionTooLarge cause).
@@ -532,8 +537,7 @@ func newEmpty(obj runtime.Object) (runtime.Object, bool) {
 	if t.Kind() != reflect.Pointer {
 		return nil, false
 	}
-	o, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
-	return o, ok
+	return reflect.TypeAssert[runtime.Object](reflect.New(t.Elem()))
 }
 
 func asStatus(err error, status *apierrors.APIStatus) bool {

@@ -106,7 +106,7 @@ func TestWatchReplaysHistoryAfterRVThenFollowsLiveChanges(t *testing.T) {
 	defer w.Stop()
 	f.Delete(pod("p1")) // rv 5
 	f.SendBookmark()
-	var got []string
+	got := make([]string, 0, 4)
 	for range 4 {
 		got = append(got, describeEvent(recv(t, w)))
 	}
@@ -143,7 +143,8 @@ func TestCompactExpiresWatchesAndOldRVs(t *testing.T) {
 
 func TestScriptedAnswersComeFirstAndRecordOptions(t *testing.T) {
 	f := New(&corev1.Pod{})
-	f.ScriptList(ListResponse{Err: ErrForbidden()}, ListResponse{Items: []runtime.Object{pod("x")}, ResourceVersion: "50", Continue: "c"})
+	f.ScriptList(ListResponse{Err: ErrForbidden()},
+		ListResponse{Items: []runtime.Object{pod("x")}, ResourceVersion: "50", Continue: "c"})
 	f.ScriptWatch(WatchResponse{Events: []watch.Event{{Type: watch.Added, Object: pod("y")}}, Close: true})
 	if _, err := f.List(metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("first list = %v", err)

@@ -1,0 +1,217 @@
+package informer
+
+import (
+	"slices"
+)
+
+// writeBatch is a group of Indexer writes that readers see at once: the
+// informer applies the keys it pops together (the whole initial list, or
+// the keys queued meanwhile) as one batch. It holds the writer mutex from
+// beginBatch until commit.
+//
+// Copy-on-write happens once per batch instead of once per write: the
+// shards an add or delete changes are copied once into private shards that
+// later writes of the batch change in place, and the index tries are
+// changed under one edit token, so each trie node is copied at most once.
+// The private shards and indexes are published by commit. So the initial
+// list of n objects costs about one allocation per object and index for
+// the store's structure, instead of a path of trie nodes per write.
+//
+// What readers see before commit: an update of a stored key whose index
+// values do not change is visible at once (its cell gets the new record, as
+// with put); a deleted key disappears at once; added keys, and keys whose
+// index values changed, appear in the indexes at commit (a moved key is
+// missing from ByIndex of both values until then, as during a single put).
+// The batch's own reads (get) see its writes.
+type writeBatch struct {
+	ix *Indexer
+	t  *shardTable
+	ed *edit
+	// idx is the private copy of t's indexes, nil until a write refiles.
+	idx *indexSet
+	// shards are the private copies of the shards changed, by slot.
+	shards map[uint64]*shard
+	added  int64
+	rv     string
+}
+
+// beginBatch takes the writer mutex and starts a batch of up to adds new
+// keys (a hint: the table is grown for them first, so that adding them does
+// not split shards).
+func (ix *Indexer) beginBatch(adds int) *writeBatch {
+	ix.writeMu.Lock()
+	t := ix.table.Load()
+	if need := t.size.Load() + int64(adds); need > shardTarget<<t.bits {
+		bits := t.bits
+		for need > shardTarget<<bits {
+			bits++
+		}
+		t = t.grownTo(bits)
+		ix.table.Store(t)
+	}
+	return &writeBatch{ix: ix, t: t, ed: &edit{}, rv: *t.rv.Load()}
+}
+
+// slotOf returns the slot number of a key hash in the batch's table.
+func (b *writeBatch) slotOf(h uint64) uint64 { return h >> (64 - b.t.bits) }
+
+// shard returns the batch's view of shard slot: its private copy if any.
+func (b *writeBatch) shard(slot uint64) *shard {
+	if s, ok := b.shards[slot]; ok {
+		return s
+	}
+	return b.t.shards[slot].Load()
+}
+
+// privateShard returns the batch's private copy of shard slot, copying the
+// published shard the first time (with room for extra more entries).
+func (b *writeBatch) privateShard(slot uint64, extra int) *shard {
+	if s, ok := b.shards[slot]; ok {
+		return s
+	}
+	if b.shards == nil {
+		b.shards = map[uint64]*shard{}
+	}
+	pub := b.t.shards[slot].Load()
+	s := &shard{entries: make([]shardEntry, len(pub.entries), len(pub.entries)+extra)}
+	copy(s.entries, pub.entries)
+	b.shards[slot] = s
+	return s
+}
+
+// get returns key's record as the batch sees it, or nil.
+func (b *writeBatch) get(key string) *record {
+	h := keyHash(key)
+	s := b.shard(b.slotOf(h))
+	if i, ok := s.search(h, key); ok {
+		return s.entries[i].e.rec.Load()
+	}
+	return nil
+}
+
+// put stores obj under key, as Indexer.put does. It returns the errors of
+// failing index functions (the object is stored, not filed in those).
+func (b *writeBatch) put(key string, obj any) error {
+	vals := b.t.funcs.compute(obj)
+	h := keyHash(key)
+	slot := b.slotOf(h)
+	s := b.shard(slot)
+	i, found := s.search(h, key)
+	var e *entry
+	var old *record
+	if found {
+		e = s.entries[i].e
+		old = e.rec.Load()
+	} else {
+		e = &entry{}
+	}
+	rec, changed := newRecord(obj, old, vals)
+	e.rec.Store(rec)
+	if !found {
+		p := b.privateShard(slot, 1)
+		p.entries = append(p.entries, shardEntry{hash: h, key: key, e: e})
+		b.added++
+	}
+	if changed {
+		b.refile(key, e, old, rec)
+	}
+	b.observeRV(obj)
+	return vals.err(key)
+}
+
+// remove deletes key and its index entries; it reports whether key was
+// present.
+func (b *writeBatch) remove(key string) bool {
+	h := keyHash(key)
+	slot := b.slotOf(h)
+	i, found := b.shard(slot).search(h, key)
+	if !found {
+		return false
+	}
+	p := b.privateShard(slot, 0)
+	e := p.entries[i].e
+	old := e.rec.Load()
+	e.rec.Store(nil)
+	last := len(p.entries) - 1
+	p.entries[i] = p.entries[last]
+	p.entries[last] = shardEntry{}
+	p.entries = p.entries[:last]
+	b.refile(key, e, old, nil)
+	b.added--
+	return true
+}
+
+// refile moves e in the batch's private indexes from old's values to rec's.
+func (b *writeBatch) refile(key string, e *entry, old, rec *record) {
+	if b.idx == nil {
+		b.idx = &indexSet{byName: slices.Clone(b.t.indices.Load().byName)}
+	}
+	for i := range b.idx.byName {
+		b.idx.byName[i] = refileIndex(b.ed, b.idx.byName[i], key, e, old.filed(i), rec.filed(i))
+	}
+}
+
+// observeRV records obj's resourceVersion as the batch's RV if it is newer
+// (as shardTable.observeRV); commit publishes it.
+func (b *writeBatch) observeRV(obj any) {
+	if rv := newerRV(obj, b.rv); rv != "" {
+		b.rv = rv
+	}
+}
+
+// commit publishes the batch's shards, indexes, size and RV, and releases
+// the writer mutex. The batch must not be used afterwards.
+func (b *writeBatch) commit() {
+	t := b.t
+	for slot, s := range b.shards {
+		if len(s.entries) == 0 {
+			s = emptyShard
+		} else if cap(s.entries) > len(s.entries) {
+			// Several adds to one shard grew it by appending: drop the
+			// spare room, which would stay allocated for the shard's life.
+			s.entries = slices.Clone(s.entries)
+		}
+		t.shards[slot].Store(s)
+	}
+	if b.idx != nil {
+		for i := range b.idx.byName {
+			trimIndex(b.ed, b.idx.byName[i])
+		}
+		t.indices.Store(b.idx)
+	}
+	if b.added != 0 {
+		t.size.Add(b.added)
+	}
+	if b.rv != *t.rv.Load() {
+		rv := b.rv
+		t.rv.Store(&rv)
+	}
+	// A table that outgrew its shards (more adds than the hint) doubles
+	// as put would have.
+	if n := t.size.Load(); n > shardTarget<<t.bits {
+		bits := t.bits
+		for n > shardTarget<<bits {
+			bits++
+		}
+		b.ix.table.Store(t.grownTo(bits))
+	}
+	b.ix.writeMu.Unlock()
+	*b = writeBatch{}
+}
+
+// trimIndex drops the spare capacity of the nodes of idx, and of its buckets,
+// that the batch's edit token ed owns (the nodes it changed in place, which
+// grew by appending). Nodes ed does not own were not changed by the batch,
+// nor were their descendants.
+func trimIndex(ed *edit, idx trie[bucket]) {
+	if idx.root == nil || idx.root.owner != ed {
+		return
+	}
+	idx.root.walkOwned(ed, func(n *trieNode[bucket]) {
+		for i := range n.data {
+			if b := n.data[i].val; b.root != nil && b.root.owner == ed {
+				b.root.walkOwned(ed, func(*trieNode[*entry]) {})
+			}
+		}
+	})
+}
