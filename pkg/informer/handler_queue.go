@@ -63,7 +63,7 @@ type HandlerRegistration struct {
 	// replaced (a Go map never shrinks; see next).
 	highWater int
 	// spare are delivered pendingKeys, reused by enqueue (at most maxSpare).
-	spare []*pendingKey
+	spare   []*pendingKey
 	wake    chan struct{}
 	stopCh  chan struct{}
 	exited  chan struct{}

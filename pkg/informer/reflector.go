@@ -451,79 +451,101 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 	}
 	timer := r.clock.NewTimer(idle)
 	defer timer.Stop()
-	hard := r.clock.Now().Add(deadline)
+	lastEvent := r.clock.Now()
+	hard := lastEvent.Add(deadline)
 	count := 0
 	log := r.logger(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return count, nil
-		case <-timer.C():
-			return count, &ListWatchError{Name: r.name, Op: "watch", Reason: ReasonWatchStalled,
-				Err: fmt.Errorf("no watch event for %s", idle)}
-		case e, ok := <-w.ResultChan():
-			if !ok {
+	results := w.ResultChan()
+	for n := 0; ; n++ {
+		var e watch.Event
+		ok, received := false, false
+		if n%fullSelectEvery != 0 {
+			// While events flow, take the next one without the full select
+			// (ctx and timer are looked at every fullSelectEvery events).
+			select {
+			case e, ok = <-results:
+				received = true
+			default:
+			}
+		}
+		if !received {
+			select {
+			case <-ctx.Done():
 				return count, nil
-			}
-			if e.Type == watch.Error {
-				return count, apierrors.FromObject(e.Object)
-			}
-			if !r.expected(e.Object) {
-				log.Info("dropping watch event of unexpected type", "reflector", r.name, "type", fmt.Sprintf("%T", e.Object))
-				continue
-			}
-			m, err := meta.Accessor(e.Object)
-			if err != nil {
-				log.Error(err, "dropping watch event without object metadata", "reflector", r.name)
-				continue
-			}
-			rv := m.GetResourceVersion()
-			if e.Type != watch.Bookmark {
-				obj, ok := r.transformed(ctx, e.Object)
-				if !ok {
+			case <-timer.C():
+				// The timer is not re-armed per event (that costs more than the
+				// event's own queueing): it fires idle after it was armed, and
+				// is re-armed for the rest of the idle period if an event came
+				// since (or the rest of the watch's lifetime, if shorter).
+				now := r.clock.Now()
+				next := idle - now.Sub(lastEvent)
+				if left := hard.Sub(now); left < next {
+					next = left
+				}
+				if next > 0 {
+					timer.Reset(next)
 					continue
 				}
-				e.Object = obj
+				return count, &ListWatchError{Name: r.name, Op: "watch", Reason: ReasonWatchStalled,
+					Err: fmt.Errorf("no watch event for %s", idle)}
+			case e, ok = <-results:
 			}
-			switch e.Type {
-			case watch.Added:
-				err = r.store.Add(e.Object)
-			case watch.Modified:
-				err = r.store.Update(e.Object)
-			case watch.Deleted:
-				err = r.store.Delete(e.Object)
-			case watch.Bookmark:
-				if b, ok := r.store.(bookmarker); ok {
-					b.Bookmark(rv)
-				}
-			default:
-				log.Info("dropping watch event of unknown type", "reflector", r.name, "eventType", e.Type)
+		}
+		if !ok {
+			return count, nil
+		}
+		if e.Type == watch.Error {
+			return count, apierrors.FromObject(e.Object)
+		}
+		if !r.expected(e.Object) {
+			log.Info("dropping watch event of unexpected type", "reflector", r.name, "type", fmt.Sprintf("%T", e.Object))
+			continue
+		}
+		m, err := meta.Accessor(e.Object)
+		if err != nil {
+			log.Error(err, "dropping watch event without object metadata", "reflector", r.name)
+			continue
+		}
+		rv := m.GetResourceVersion()
+		if e.Type != watch.Bookmark {
+			obj, ok := r.transformed(ctx, e.Object)
+			if !ok {
 				continue
 			}
-			r.opts.metrics.watchEvent(e.Type)
-			if err != nil {
-				log.Error(err, "unable to queue watch event", "reflector", r.name, "eventType", e.Type)
-			}
-			if rv != "" {
-				r.mu.Lock()
-				r.lastRV = rv
-				r.mu.Unlock()
-			}
-			count++
-			next := idle
-			if left := hard.Sub(r.clock.Now()); left < next {
-				next = max(left, 0)
-			}
-			if !timer.Stop() {
-				select {
-				case <-timer.C():
-				default:
-				}
-			}
-			timer.Reset(next)
+			e.Object = obj
 		}
+		switch e.Type {
+		case watch.Added:
+			err = r.store.Add(e.Object)
+		case watch.Modified:
+			err = r.store.Update(e.Object)
+		case watch.Deleted:
+			err = r.store.Delete(e.Object)
+		case watch.Bookmark:
+			if b, ok := r.store.(bookmarker); ok {
+				b.Bookmark(rv)
+			}
+		default:
+			log.Info("dropping watch event of unknown type", "reflector", r.name, "eventType", e.Type)
+			continue
+		}
+		r.opts.metrics.watchEvent(e.Type)
+		if err != nil {
+			log.Error(err, "unable to queue watch event", "reflector", r.name, "eventType", e.Type)
+		}
+		if rv != "" {
+			r.mu.Lock()
+			r.lastRV = rv
+			r.mu.Unlock()
+		}
+		count++
+		lastEvent = r.clock.Now()
 	}
 }
+
+// fullSelectEvery: handleWatch checks its context and stall timer at least
+// once per this many events received back to back.
+const fullSelectEvery = 64
 
 // expected reports whether obj has the example object's Go type (and, for
 // unstructured examples with a kind, its GroupVersionKind).
