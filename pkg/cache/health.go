@@ -40,9 +40,10 @@ const DefaultStallTimeout = 15 * time.Minute
 // ReadyzCheck returns a healthz.Checker for the Manager's readyz endpoint
 // (mgr.AddReadyzCheck): it fails before the cache has started and while any informer
 // of the cache has not synced, with one line per such informer, naming its resource
-// and kind and its last list/watch error:
+// and kind and its last list/watch error (one line, shown wrapped here):
 //
-//	apps.demo.deltacache.io: forbidden: App.v1alpha1.demo.deltacache.io: list failed (Forbidden): apps.demo.deltacache.io is forbidden: User "..." cannot list ...
+//	apps.demo.deltacache.io: forbidden: App.v1alpha1.demo.deltacache.io: list failed (Forbidden):
+//	apps.demo.deltacache.io is forbidden: User "..." cannot list ...
 //
 // and passes when every informer has synced (removed and stopped informers do not
 // count). controller-runtime's Manager withholds the reason on /readyz and logs it;
@@ -90,7 +91,8 @@ func HealthzCheck(c crcache.Cache, stallTimeout time.Duration) healthz.Checker {
 
 func notDeltacache(c crcache.Cache) healthz.Checker {
 	return func(*http.Request) error {
-		return fmt.Errorf("the manager's cache is a %T, not deltacache's: set manager.Options.NewCache to cache.New or cache.NewWith", c)
+		return fmt.Errorf("the manager's cache is a %T, not deltacache's: "+
+			"set manager.Options.NewCache to cache.New or cache.NewWith", c)
 	}
 }
 

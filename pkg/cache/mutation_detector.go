@@ -80,7 +80,9 @@ type trackedObject struct {
 	absent int
 }
 
-func newMutationDetector(name string, clk clock.WithTicker, period time.Duration, onMutation func(error)) *mutationDetector {
+func newMutationDetector(
+	name string, clk clock.WithTicker, period time.Duration, onMutation func(error),
+) *mutationDetector {
 	if onMutation == nil {
 		onMutation = func(err error) { panic(err) }
 	}

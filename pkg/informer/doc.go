@@ -82,11 +82,15 @@
 // so a key holds at most two notifications. Keys are delivered in the order
 // they were first queued; notifications of one key in order.
 //
-// No lock held while processing. Pop hands a key's Deltas to the informer
-// without holding the queue lock, so the Reflector never waits for the pop
-// loop; handlers run on their own goroutines, so a stuck handler blocks
-// neither the informer nor other handlers. Replace and Resync wait for the
-// key being processed, so the tombstones they compute are exact.
+// No lock held while processing. The pop loop takes up to 4096 queued keys
+// at once, each with all its Deltas, without holding the queue lock, so the
+// Reflector never waits for it; it applies them to the Indexer as one batch
+// (its changes become visible when it is committed; readers never see a
+// torn object), then notifies handlers key by key in queue order.
+// Handlers run on their own goroutines,
+// so a stuck handler blocks neither the informer nor other handlers. Replace
+// and Resync wait for the keys being processed, so the tombstones they
+// compute are exact.
 //
 // The store never goes back in time. Every list is a consistent read
 // (resourceVersion ""), never a possibly stale watch-cache read at RV "0"

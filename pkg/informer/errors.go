@@ -69,8 +69,7 @@ func (e *ListWatchError) Unwrap() error { return e.Err }
 
 // classify wraps err in a ListWatchError with its reason.
 func classify(name, op string, err error) *ListWatchError {
-	var lwe *ListWatchError
-	if errors.As(err, &lwe) {
+	if lwe, ok := errors.AsType[*ListWatchError](err); ok {
 		return lwe
 	}
 	return &ListWatchError{Name: name, Op: op, Reason: reasonOf(err), Err: err}
@@ -123,8 +122,7 @@ func isTooLargeResourceVersion(err error) bool {
 // needsConsistentRelist reports whether err means the resourceVersion we hold
 // is unusable: relist at RV "" right away.
 func needsConsistentRelist(err error) bool {
-	var lwe *ListWatchError
-	if errors.As(err, &lwe) {
+	if lwe, ok := errors.AsType[*ListWatchError](err); ok {
 		return lwe.Reason == ReasonExpired || lwe.Reason == ReasonTooLargeResourceVersion
 	}
 	return false

@@ -83,7 +83,9 @@ type HandlerRegistration struct {
 
 var _ toolscache.ResourceEventHandlerRegistration = (*HandlerRegistration)(nil)
 
-func newRegistration(s *SharedIndexInformer, h toolscache.ResourceEventHandler, resync time.Duration, log logr.Logger) *HandlerRegistration {
+func newRegistration(
+	s *SharedIndexInformer, h toolscache.ResourceEventHandler, resync time.Duration, log logr.Logger,
+) *HandlerRegistration {
 	return &HandlerRegistration{
 		informer:     s,
 		handler:      h,

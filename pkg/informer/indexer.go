@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -614,9 +615,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 		return fmt.Errorf("indexer conflict: %v", clash)
 	}
 	all := indexersOf(cur.funcs)
-	for name, fn := range newIndexers {
-		all[name] = fn
-	}
+	maps.Copy(all, newIndexers)
 	funcs := newIndexFuncs(all)
 	added := newIndexFuncs(newIndexers)
 	// Existing objects keep their computed values; only the new functions run.

@@ -141,7 +141,9 @@ type SharedIndexInformer struct {
 // implements toolscache.ListerWatcherWithContext (as *toolscache.ListWatch and
 // our adapters do) its context-aware methods are used, otherwise
 // toolscache.ToListerWatcherWithContext wraps it.
-func NewSharedIndexInformer(lw toolscache.ListerWatcher, exampleObject runtime.Object, opts Options) *SharedIndexInformer {
+func NewSharedIndexInformer(
+	lw toolscache.ListerWatcher, exampleObject runtime.Object, opts Options,
+) *SharedIndexInformer {
 	s := &SharedIndexInformer{
 		lw:                   toolscache.ToListerWatcherWithContext(lw),
 		watchListUnsupported: watchlist.DoesClientNotSupportWatchListSemantics(lw),
@@ -171,7 +173,9 @@ func NewSharedIndexInformer(lw toolscache.ListerWatcher, exampleObject runtime.O
 // NewInformer has the signature of controller-runtime's
 // cache.Options.NewInformer hook: an informer with the given default resync
 // period and indexes.
-func NewInformer(lw toolscache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+func NewInformer(
+	lw toolscache.ListerWatcher, exampleObject runtime.Object, resync time.Duration, indexers toolscache.Indexers,
+) toolscache.SharedIndexInformer {
 	return NewSharedIndexInformer(lw, exampleObject, Options{ResyncPeriod: resync, Indexers: indexers})
 }
 
@@ -365,14 +369,18 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 
 // AddEventHandler adds a handler with the informer's default resync period.
 // See AddEventHandlerWithOptions.
-func (s *SharedIndexInformer) AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+func (s *SharedIndexInformer) AddEventHandler(
+	handler toolscache.ResourceEventHandler,
+) (toolscache.ResourceEventHandlerRegistration, error) {
 	return s.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{})
 }
 
 // AddEventHandlerWithResyncPeriod adds a handler that receives a resync
 // OnUpdate(obj, obj) for every stored object every resyncPeriod (0 = never;
 // non-zero periods below MinimumResyncPeriod are raised to it).
-func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(handler toolscache.ResourceEventHandler, resyncPeriod time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(
+	handler toolscache.ResourceEventHandler, resyncPeriod time.Duration,
+) (toolscache.ResourceEventHandlerRegistration, error) {
 	return s.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{ResyncPeriod: &resyncPeriod})
 }
 
@@ -383,7 +391,9 @@ func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(handler toolscache
 // current store content as OnAdd(obj, true), then live events; its
 // registration syncs after those adds were handled. It returns an error if
 // the informer has stopped.
-func (s *SharedIndexInformer) AddEventHandlerWithOptions(handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+func (s *SharedIndexInformer) AddEventHandlerWithOptions(
+	handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions,
+) (toolscache.ResourceEventHandlerRegistration, error) {
 	if handler == nil {
 		return nil, errors.New("nil event handler")
 	}
@@ -575,7 +585,8 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 				continue
 			}
 			isSync := d.Type == Sync || (d.Type == Replaced && sameResourceVersion(old.obj, d.Object))
-			notes = append(notes, batchNote{key: key, n: notification{kind: noteUpdate, oldObj: old.obj, newObj: d.Object}, isSync: isSync})
+			n := notification{kind: noteUpdate, oldObj: old.obj, newObj: d.Object}
+			notes = append(notes, batchNote{key: key, n: n, isSync: isSync})
 		}
 	}
 	w.commit()

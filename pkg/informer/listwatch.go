@@ -85,7 +85,9 @@ func newListWatch(list ListFunc, watchFn WatchFunc, opts ListWatchOptions, clien
 // namespace-scoped; paramCodec encodes metav1.ListOptions (e.g.
 // runtime.NewParameterCodec(scheme)). List returns the typed list object (e.g.
 // *corev1.PodList); Watch returns a watch.Interface of typed objects.
-func NewRESTListWatch(client rest.Interface, resource string, namespaced bool, paramCodec runtime.ParameterCodec, opts ListWatchOptions) *ListWatch {
+func NewRESTListWatch(
+	client rest.Interface, resource string, namespaced bool, paramCodec runtime.ParameterCodec, opts ListWatchOptions,
+) *ListWatch {
 	ns := opts.Namespace
 	list := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return client.Get().
@@ -107,7 +109,9 @@ func NewRESTListWatch(client rest.Interface, resource string, namespaced bool, p
 
 // NewDynamicListWatch uses the dynamic client; objects are
 // *unstructured.Unstructured and lists *unstructured.UnstructuredList.
-func NewDynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResource, namespaced bool, opts ListWatchOptions) *ListWatch {
+func NewDynamicListWatch(
+	client dynamic.Interface, gvr schema.GroupVersionResource, namespaced bool, opts ListWatchOptions,
+) *ListWatch {
 	res := func() dynamic.ResourceInterface {
 		if namespaced && opts.Namespace != "" {
 			return client.Resource(gvr).Namespace(opts.Namespace)
@@ -128,7 +132,10 @@ func NewDynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResour
 // event, bookmarks and the initial events of a WatchList stream included (the
 // metadata API returns them without it). The list itself is a
 // *metav1.PartialObjectMetadataList of kind gvk.Kind+"List".
-func NewMetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind, namespaced bool, opts ListWatchOptions) *ListWatch {
+func NewMetadataListWatch(
+	client metadata.Interface, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind,
+	namespaced bool, opts ListWatchOptions,
+) *ListWatch {
 	res := func() metadata.ResourceInterface {
 		if namespaced && opts.Namespace != "" {
 			return client.Resource(gvr).Namespace(opts.Namespace)

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"errors"
+	"maps"
 	"reflect"
 	"regexp"
 	"sync"
@@ -130,8 +131,7 @@ var DefaultMetrics = NewMetrics()
 // the same registry is not an error.
 func RegisterMetrics(r prometheus.Registerer) error {
 	if err := r.Register(DefaultMetrics); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
+		if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); !ok {
 			return err
 		}
 	}
@@ -244,9 +244,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	m.mu.Lock()
 	running := make(map[*SharedIndexInformer]*informerMetrics, len(m.running))
-	for s, im := range m.running {
-		running[s] = im
-	}
+	maps.Copy(running, m.running)
 	m.mu.Unlock()
 
 	groups := map[MetricLabels]*aggregate{}

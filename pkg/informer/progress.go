@@ -51,7 +51,10 @@ func (p *listProgress) report(objects, pages int) {
 	}
 	p.last = now
 	seconds := now.Sub(p.start).Seconds()
-	kv := []any{"objects", objects, "seconds", seconds, "objectsPerSecond", float64(objects) / seconds, "initial", p.initial}
+	kv := []any{
+		"objects", objects, "seconds", seconds,
+		"objectsPerSecond", float64(objects) / seconds, "initial", p.initial,
+	}
 	if p.streamed {
 		kv = append(kv, "streamed", true)
 	} else {

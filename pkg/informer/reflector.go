@@ -150,7 +150,9 @@ type Reflector struct {
 
 // NewReflector returns a Reflector that feeds store from lw. expectedType is
 // an example of the objects (e.g. &corev1.Pod{}); nil disables type checks.
-func NewReflector(lw toolscache.ListerWatcherWithContext, expectedType runtime.Object, store ReflectorStore, opts ReflectorOptions) *Reflector {
+func NewReflector(
+	lw toolscache.ListerWatcherWithContext, expectedType runtime.Object, store ReflectorStore, opts ReflectorOptions,
+) *Reflector {
 	r := &Reflector{lw: lw, store: store, opts: opts, clock: opts.Clock}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -224,10 +226,12 @@ func (r *Reflector) Run(ctx context.Context) {
 		case err == nil:
 		case needsConsistentRelist(err) && (lastImmediate.IsZero() || r.clock.Since(lastImmediate) >= time.Minute):
 			lastImmediate = r.clock.Now()
-			log.V(1).Info("resourceVersion unusable; relisting with a consistent read", "reason", lwReason(err), "error", err.Error())
+			log.V(1).Info("resourceVersion unusable; relisting with a consistent read",
+				"reason", lwReason(err), "error", err.Error())
 		default:
 			delay = r.backoff.next()
-			log.Error(err, "list/watch failed; retrying", "reason", lwReason(err), "retryIn", delay.Round(time.Millisecond).String())
+			log.Error(err, "list/watch failed; retrying",
+				"reason", lwReason(err), "retryIn", delay.Round(time.Millisecond).String())
 		}
 		if !r.sleep(ctx, delay) {
 			return
@@ -255,12 +259,12 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 			// so it is counted and passed to the WatchErrorHandler but never kept as
 			// LastError, which would read as a permanent error (400/422) while the
 			// LIST that replaces the stream is under way.
-			r.notify(ctx, lwe)
+			_ = r.notify(ctx, lwe)
 			r.watchListOff = lwe.Reason
 			r.logger(ctx).Info("streaming list unavailable; using LIST from now on",
 				"reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
 		default:
-			r.report(ctx, lwe)
+			_ = r.report(ctx, lwe) // kept as LastError; the LIST below is the fallback
 			r.logger(ctx).Info("streaming list failed; falling back to LIST",
 				"reflector", r.name, "reason", lwe.Reason, "error", lwe.Err.Error())
 		}
@@ -286,7 +290,8 @@ func (r *Reflector) transformed(ctx context.Context, obj runtime.Object) (runtim
 	}
 	o, ok := out.(runtime.Object)
 	if !ok {
-		r.logger(ctx).Error(fmt.Errorf("transform returned %T", out), "transform result is not a runtime.Object; dropping it", "reflector", r.name)
+		r.logger(ctx).Error(fmt.Errorf("transform returned %T", out),
+			"transform result is not a runtime.Object; dropping it", "reflector", r.name)
 		return nil, false
 	}
 	return o, true
@@ -308,7 +313,8 @@ func (r *Reflector) list(ctx context.Context) error {
 			if opts.Continue != "" && !restarted && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
 				// The continue token expired: start over with one unpaginated
 				// consistent list rather than stitching two snapshots.
-				r.logger(ctx).V(1).Info("continue token expired mid-list; relisting in one request", "reflector", r.name, "pages", pages)
+				r.logger(ctx).V(1).Info("continue token expired mid-list; relisting in one request",
+					"reflector", r.name, "pages", pages)
 				restarted = true
 				items, pages = nil, 0
 				opts = metav1.ListOptions{ResourceVersion: ""}
@@ -343,7 +349,8 @@ func (r *Reflector) list(ctx context.Context) error {
 		}
 	}
 
-	return r.install(ctx, "list", items, rv, ListStats{Pages: pages, Objects: len(items), ResourceVersion: rv, Duration: r.clock.Since(start)})
+	stats := ListStats{Pages: pages, Objects: len(items), ResourceVersion: rv, Duration: r.clock.Since(start)}
+	return r.install(ctx, "list", items, rv, stats)
 }
 
 // install replaces the store with a complete list at rv, unless rv is older
@@ -406,7 +413,8 @@ func (r *Reflector) watchLoop(ctx context.Context, open *openWatch) error {
 			lwe := r.report(ctx, classify(r.name, "watch", err))
 			if rewatchable(err) {
 				delay := r.backoff.next()
-				r.logger(ctx).Error(lwe, "watch failed; re-watching", "reflector", r.name, "reason", lwe.Reason, "retryIn", delay.Round(time.Millisecond).String())
+				r.logger(ctx).Error(lwe, "watch failed; re-watching", "reflector", r.name,
+					"reason", lwe.Reason, "retryIn", delay.Round(time.Millisecond).String())
 				if !r.sleep(ctx, delay) {
 					return nil
 				}
@@ -426,7 +434,8 @@ func (r *Reflector) watchLoop(ctx context.Context, open *openWatch) error {
 		if err != nil {
 			lwe := r.report(ctx, classify(r.name, "watch", err))
 			if lwe.Reason == ReasonWatchStalled {
-				r.logger(ctx).Info("watch stalled; re-watching", "reflector", r.name, "resourceVersion", r.LastSyncResourceVersion())
+				r.logger(ctx).Info("watch stalled; re-watching",
+					"reflector", r.name, "resourceVersion", r.LastSyncResourceVersion())
 				continue
 			}
 			return lwe
@@ -601,8 +610,7 @@ func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 func lwReason(err error) string {
-	var lwe *ListWatchError
-	if errors.As(err, &lwe) {
+	if lwe, ok := errors.AsType[*ListWatchError](err); ok {
 		return lwe.Reason
 	}
 	return reasonOf(err)

@@ -12,14 +12,6 @@ func newTable(n int) table {
 	return table{pos: make(map[string]int, n), keys: make([]string, 0, n), objs: make([]any, 0, n)}
 }
 
-func (t *table) get(key string) (any, bool) {
-	i, ok := t.pos[key]
-	if !ok {
-		return nil, false
-	}
-	return t.objs[i], true
-}
-
 func (t *table) set(key string, obj any) {
 	if i, ok := t.pos[key]; ok {
 		t.objs[i] = obj
