@@ -378,13 +378,14 @@ type poppedKey struct {
 	initial bool
 }
 
-// popBatch is Pop for up to max keys at once: it waits for a queued key,
-// removes the oldest keys (at most max) with their Deltas and calls process
-// with them, in queue order, and the number of keys still queued, without
-// holding the queue lock. The keys count
+// popBatch is Pop for up to maxKeys keys at once (a maxKeys below 1 counts
+// as 1): it waits for a queued key, removes the oldest keys (at most maxKeys)
+// with their Deltas and calls process with them, in queue order, and the
+// number of keys still queued, without holding the queue lock. The keys count
 // as in flight (for Delete, Replace and Resync) until process returns, and
 // the initial-list items among them count as popped (for HasSynced) only
-// then.
+// then. process must not keep the batch or its Deltas after it returns: their
+// arrays are reused for later keys.
 func (f *DeltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued int) error) error {
 	f.mu.Lock()
 	for len(f.queue) == 0 || f.closed {
@@ -394,7 +395,7 @@ func (f *DeltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued
 		}
 		f.cond.Wait()
 	}
-	n := min(maxKeys, len(f.queue))
+	n := min(max(maxKeys, 1), len(f.queue))
 	// As Pop: a key is initial while the initial list is not fully popped.
 	initial := n
 	if f.populated {

@@ -85,8 +85,9 @@
 // No lock held while processing. The pop loop takes up to 4096 queued keys
 // at once, each with all its Deltas, without holding the queue lock, so the
 // Reflector never waits for it; it applies them to the Indexer as one batch
-// (its changes become visible when it is committed; readers never see a
-// torn object), then notifies handlers key by key in queue order.
+// (readers never see a torn object, though they may see some of a batch's
+// writes before others, as with single writes), then notifies handlers key
+// by key in queue order.
 // Handlers run on their own goroutines,
 // so a stuck handler blocks neither the informer nor other handlers. Replace
 // and Resync wait for the keys being processed, so the tombstones they

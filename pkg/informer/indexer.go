@@ -243,21 +243,21 @@ func (ix *Indexer) put(key string, obj any) error {
 	return vals.err(key)
 }
 
-// remove deletes key and its index entries; it reports whether key was present.
-func (ix *Indexer) remove(key string) bool {
+// remove deletes key and its index entries, without recording a resourceVersion.
+func (ix *Indexer) remove(key string) {
 	ix.writeMu.Lock()
 	defer ix.writeMu.Unlock()
-	return ix.table.Load().remove(key)
+	ix.table.Load().remove(key)
 }
 
-// remove deletes key from t (writer only); it reports whether it was present.
-func (t *shardTable) remove(key string) bool {
+// remove deletes key from t, if present (writer only).
+func (t *shardTable) remove(key string) {
 	h := keyHash(key)
 	slot := t.shardOf(h)
 	s := slot.Load()
 	i, found := s.search(h, key)
 	if !found {
-		return false
+		return
 	}
 	e := s.entries[i].e
 	old := e.rec.Load()
@@ -265,7 +265,6 @@ func (t *shardTable) remove(key string) bool {
 	slot.Store(s.without(i))
 	t.refile(key, e, old, nil)
 	t.size.Add(-1)
-	return true
 }
 
 // refile moves key's entry e in every index from old's values to rec's
