@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
+	"github.com/deltacache/deltacache/internal/testenv"
 )
 
 // The two demo apps the seeded cluster runs, by their app label value.
@@ -44,12 +45,7 @@ var testClient client.Client
 // TestMain starts the control plane the way `make run` does, so StartControlPlane and Stop
 // are exercised by every run of this package.
 func TestMain(m *testing.M) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if found, _ := filepath.Glob(filepath.Join("..", "..", "bin", "k8s", "*", "kube-apiserver")); len(found) > 0 {
-			assets = filepath.Dir(found[0])
-		}
-	}
+	assets := testenv.AssetsDir(filepath.Join("..", ".."))
 	cp, err := StartControlPlane(assets, filepath.Join("..", "..", "config", "crd", "bases"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -94,9 +90,13 @@ func TestLoadSamplesReadsTheThreeDemoApps(t *testing.T) {
 	}
 }
 
-const (
-	seedNamespace = "seed"
-	foreignPod    = "foreign"
+const foreignPod = "foreign"
+
+// seedNamespace is the namespace of one run of TestSeedAndKubeletMovePodsToReady; each
+// run (go test -count=N) gets its own.
+var (
+	seedNamespace string
+	seedRuns      int
 )
 
 // seededPodsByName returns the pods of seedNamespace by name.
@@ -132,6 +132,8 @@ func expectSeededPods(t *testing.T, after string, check func(p *corev1.Pod) bool
 
 func TestSeedAndKubeletMovePodsToReady(t *testing.T) {
 	ctx := context.Background()
+	seedRuns++
+	seedNamespace = fmt.Sprintf("seed-%d", seedRuns)
 	if err := testClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: seedNamespace}}); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,7 @@ func TestSeedAndKubeletMovePodsToReady(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	k := &Kubelet{Client: testClient, Nodes: []string{"n1", "n2"}, Rand: rand.New(rand.NewPCG(1, 1))}
+	k := &Kubelet{Client: testClient, Nodes: []string{"n1", "n2"}, Rand: rand.New(rand.NewPCG(1, 1)), Namespace: seedNamespace}
 	tick(t, k)
 	nodes := map[string]int{}
 	for name, p := range seededPodsByName(t) {

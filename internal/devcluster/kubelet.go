@@ -46,9 +46,10 @@ type Kubelet struct {
 	ChaosPercent int
 	// Rand drives node choice and chaos; seed it to replay a run. Default: a random seed.
 	Rand *rand.Rand
+	// Namespace limits the stand-in to the seeded pods of one namespace. Default: all.
+	Namespace string
 
-	replacements int
-	nextNode     int
+	nextNode int
 }
 
 // Run ticks until ctx ends. Errors of one tick are logged and the next tick retries.
@@ -80,7 +81,7 @@ func (k *Kubelet) Run(ctx context.Context, log logr.Logger) {
 
 // Tick advances every seeded pod by one step.
 func (k *Kubelet) Tick(ctx context.Context, log logr.Logger) error {
-	pods, err := seededPods(ctx, k.Client)
+	pods, err := seededPods(ctx, k.Client, k.Namespace)
 	if err != nil {
 		return err
 	}
@@ -148,10 +149,16 @@ func (k *Kubelet) replace(ctx context.Context, log logr.Logger, pod *corev1.Pod,
 	if err := k.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	k.replacements++
-	name := fmt.Sprintf("%s-r%d", pod.Labels["app"], k.replacements)
-	log.Info("kubelet stand-in: pod replaced", "pod", client.ObjectKeyFromObject(pod), "why", why, "replacement", name)
-	return k.Client.Create(ctx, NewPod(pod.Namespace, name, pod.Labels["app"]))
+	// The server picks the replacement's name, so it never collides with a pod left by
+	// an earlier run or another kubelet stand-in.
+	replacement := NewPod(pod.Namespace, "", pod.Labels["app"])
+	replacement.GenerateName = pod.Labels["app"] + "-"
+	if err := k.Client.Create(ctx, replacement); err != nil {
+		return err
+	}
+	log.Info("kubelet stand-in: pod replaced", "pod", client.ObjectKeyFromObject(pod), "why", why,
+		"replacement", replacement.Name)
+	return nil
 }
 
 func podIsReady(pod *corev1.Pod) bool {

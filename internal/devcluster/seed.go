@@ -127,10 +127,11 @@ func NewPod(namespace, name, appLabel string) *corev1.Pod {
 	}
 }
 
-// seededPods returns the pods devcluster created, sorted by namespace and name.
-func seededPods(ctx context.Context, c client.Client) ([]corev1.Pod, error) {
+// seededPods returns the pods devcluster created in namespace ("" for all), sorted by
+// namespace and name.
+func seededPods(ctx context.Context, c client.Client, namespace string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.MatchingLabels{SeededLabel: "true"}); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{SeededLabel: "true"}); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int {

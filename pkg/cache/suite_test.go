@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/deltacache/deltacache/internal/testenv"
 	dcache "github.com/deltacache/deltacache/pkg/cache"
 )
 
@@ -74,26 +75,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// binaryAssetsDirectory returns KUBEBUILDER_ASSETS, else the first directory of
-// ../../bin/k8s (where hack/envtest-binaries.sh puts the binaries), else "".
-func binaryAssetsDirectory() string {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir
-	}
-	base := filepath.Join("..", "..", "bin", "k8s")
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return ""
-	}
-	for _, entry := range entries {
-		dir := filepath.Join(base, entry.Name())
-		if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); entry.IsDir() && err == nil {
-			return dir
-		}
-	}
-	return ""
-}
-
 // requireEnv starts the shared envtest control plane if needed, or skips the test when
 // no binaries exist.
 func requireEnv(t *testing.T) {
@@ -108,7 +89,7 @@ func requireEnv(t *testing.T) {
 }
 
 func startEnv() {
-	assets := binaryAssetsDirectory()
+	assets := testenv.AssetsDir(filepath.Join("..", ".."))
 	if assets == "" {
 		envSkip = "envtest binaries not found: set KUBEBUILDER_ASSETS=$(bash hack/envtest-binaries.sh) " +
 			"or build them into bin/k8s"

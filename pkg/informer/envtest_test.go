@@ -28,6 +28,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/deltacache/deltacache/internal/testenv"
 	"github.com/deltacache/deltacache/pkg/informer"
 )
 
@@ -53,31 +54,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// assetsDir returns KUBEBUILDER_ASSETS, else the first directory of
-// ../../bin/k8s holding a kube-apiserver, else "".
-func assetsDir() string {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir
-	}
-	base := filepath.Join("..", "..", "bin", "k8s")
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return ""
-	}
-	for _, e := range entries {
-		dir := filepath.Join(base, e.Name())
-		if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); e.IsDir() && err == nil {
-			return dir
-		}
-	}
-	return ""
-}
-
 // requireAPIServer starts the shared control plane on first use, or skips.
 func requireAPIServer(t *testing.T) *rest.Config {
 	t.Helper()
 	envOnce.Do(func() {
-		dir := assetsDir()
+		dir := testenv.AssetsDir(filepath.Join("..", ".."))
 		if dir == "" {
 			envSkip = "no envtest binaries (kube-apiserver, etcd): " +
 				"set KUBEBUILDER_ASSETS=$(bash hack/envtest-binaries.sh) or build them into bin/k8s"

@@ -19,7 +19,6 @@ package manifests
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,6 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/deltacache/deltacache/internal/testenv"
 )
 
 // build renders a kustomize directory, as `kustomize build <dir>` does.
@@ -55,14 +56,11 @@ func build(t *testing.T, dir string) []*unstructured.Unstructured {
 }
 
 func assetsDir(t *testing.T) string {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir
-	}
-	matches, _ := filepath.Glob(filepath.Join("..", "..", "bin", "k8s", "*", "kube-apiserver"))
-	if len(matches) == 0 {
+	dir := testenv.AssetsDir(filepath.Join("..", ".."))
+	if dir == "" {
 		t.Fatal("no kube-apiserver: run `make envtest` or set KUBEBUILDER_ASSETS")
 	}
-	return filepath.Dir(matches[0])
+	return dir
 }
 
 func TestDefaultOverlayAppliesWithServerSideDryRun(t *testing.T) {

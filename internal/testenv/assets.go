@@ -1,0 +1,31 @@
+// Package testenv finds the control plane binaries (kube-apiserver and etcd) that
+// `make envtest` builds, for the project's envtest suites.
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// AssetsDir returns the directory holding kube-apiserver and etcd for envtest:
+// $KUBEBUILDER_ASSETS when it is set, else the first directory under <root>/bin/k8s that
+// holds a kube-apiserver (where hack/envtest-binaries.sh puts them, one directory per
+// version and platform), else "". root is the project root relative to the test's working
+// directory, e.g. "../.." for a package two levels down.
+func AssetsDir(root string) string {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir
+	}
+	base := filepath.Join(root, "bin", "k8s")
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		dir := filepath.Join(base, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); e.IsDir() && err == nil {
+			return dir
+		}
+	}
+	return ""
+}
