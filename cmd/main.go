@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	// Import all Kubernetes client auth plugins (e.g. Azure, GCP, OIDC, etc.)
@@ -269,12 +270,13 @@ func restConfig(mode string) (*rest.Config, *devcluster.ControlPlane, error) {
 	default:
 		return nil, nil, fmt.Errorf("--local-control-plane=%q: want auto, true or false", mode)
 	}
-	if mode != "true" {
+	if mode == "false" || (mode == "auto" && clusterConfigured()) {
 		cfg, err := ctrl.GetConfig()
-		if err == nil || mode == "false" {
-			return cfg, nil, err
-		}
-		setupLog.Info("No kubeconfig found; starting a local control plane", "reason", err.Error())
+		return cfg, nil, err
+	}
+	if mode == "auto" {
+		setupLog.Info("No kubeconfig found (--kubeconfig, KUBECONFIG, in-cluster, ~/.kube/config); " +
+			"starting a local control plane")
 	}
 	start := time.Now()
 	cp, err := devcluster.StartControlPlane("", "config/crd/bases")
@@ -284,6 +286,25 @@ func restConfig(mode string) (*rest.Config, *devcluster.ControlPlane, error) {
 	setupLog.Info("Local control plane running", "host", cp.Config.Host, "kubeconfig", cp.KubeconfigPath,
 		"seconds", time.Since(start).Seconds())
 	return cp.Config, cp, nil
+}
+
+// clusterConfigured reports whether any of the sources ctrl.GetConfig reads is present:
+// the --kubeconfig flag, $KUBECONFIG, an in-cluster service account, or ~/.kube/config.
+// Checking first keeps ctrl.GetConfig from logging its in-cluster failure as an error when
+// the answer is simply "no cluster here".
+func clusterConfigured() bool {
+	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		return true
+	}
+	if os.Getenv("KUBECONFIG") != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return true
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if _, err := os.Stat(filepath.Join(home, ".kube", "config")); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // addPlayground seeds the local control plane with the samples of config/samples and pods
