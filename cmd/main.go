@@ -75,7 +75,7 @@ func main() {
 	var localControlPlane string
 	var statusInterval time.Duration
 	var informerStallTimeout time.Duration
-	flag.StringVar(&localControlPlane, "local-control-plane", "auto",
+	flag.StringVar(&localControlPlane, "local-control-plane", localAuto,
 		"auto: run against the cluster of the kubeconfig (--kubeconfig, KUBECONFIG, in-cluster, ~/.kube/config), "+
 			"or start a local control plane with seeded demo Apps when there is none; true: always start one; false: never.")
 	flag.DurationVar(&statusInterval, "status-interval", 5*time.Second,
@@ -261,20 +261,24 @@ func main() {
 	}
 }
 
+// localAuto is the default of --local-control-plane: a local control plane only when no
+// cluster is configured.
+const localAuto = "auto"
+
 // restConfig returns the cluster to run against. mode "auto" uses the kubeconfig when there is
 // one and otherwise starts a local control plane; "true" always starts one; "false" never does.
 // The returned control plane is nil when none was started.
 func restConfig(mode string) (*rest.Config, *devcluster.ControlPlane, error) {
 	switch mode {
-	case "auto", "true", "false":
+	case localAuto, "true", "false":
 	default:
 		return nil, nil, fmt.Errorf("--local-control-plane=%q: want auto, true or false", mode)
 	}
-	if mode == "false" || (mode == "auto" && clusterConfigured()) {
+	if mode == "false" || (mode == localAuto && clusterConfigured()) {
 		cfg, err := ctrl.GetConfig()
 		return cfg, nil, err
 	}
-	if mode == "auto" {
+	if mode == localAuto {
 		setupLog.Info("No kubeconfig found (--kubeconfig, KUBECONFIG, in-cluster, ~/.kube/config); " +
 			"starting a local control plane")
 	}
