@@ -105,8 +105,7 @@ build: manifests generate fmt vet ## Build manager binary.
 # cluster. Without one it starts a local control plane, installs the CRDs, seeds the samples and
 # plays the kubelet for the seeded pods; Ctrl-C stops everything. RUN_ARGS adds flags.
 .PHONY: run
-run: manifests generate fmt vet envtest ## Run the manager from your host (local control plane when no kubeconfig).
-	go build -o "$(LOCALBIN)/manager" ./cmd
+run: build envtest ## Run the manager from your host (local control plane when no kubeconfig).
 	@assets="$$(bash hack/envtest-binaries.sh "$(LOCALBIN)")"; \
 	KUBEBUILDER_ASSETS="$$assets" exec "$(LOCALBIN)/manager" $(RUN_ARGS)
 

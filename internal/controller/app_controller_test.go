@@ -306,6 +306,8 @@ var _ = Describe("Indexes served by deltacache", func() {
 		Eventually(func() int {
 			return len(names(client.InNamespace(nsA))) + len(names(client.InNamespace(nsB)))
 		}, 10*time.Second).Should(Equal(5))
+		appGVK := demov1alpha1.GroupVersion.WithKind("App")
+		before := managerCache.ListStats(appGVK)
 		Expect(names(client.MatchingFields{AppSelectorField: "shop"})).
 			To(ConsistOf(nsA+"/shop", nsA+"/shop-canary", nsB+"/shop"))
 		Expect(names(client.InNamespace(nsA), client.MatchingFields{AppSelectorField: "shop"})).
@@ -314,5 +316,13 @@ var _ = Describe("Indexes served by deltacache", func() {
 			To(ConsistOf(nsB + "/other"))
 		Expect(names(client.MatchingFields{AppSelectorField: "cart"})).To(ConsistOf(nsA+"/cart", nsB+"/other"))
 		Expect(names(client.MatchingFields{AppSelectorField: "nothing"})).To(BeEmpty())
+
+		// The five Lists above were answered from the field:spec.selector index (the
+		// controller's own App Lists, which may run meanwhile, use it too), none by a scan.
+		after := managerCache.ListStats(appGVK)
+		Expect(after.FieldIndex - before.FieldIndex).To(BeNumerically(">=", 5))
+		Expect(after.Scan).To(Equal(before.Scan))
+		Expect(after.LabelIndex).To(Equal(before.LabelIndex))
+		Expect(after.NamespaceIndex).To(Equal(before.NamespaceIndex))
 	})
 })

@@ -1,5 +1,6 @@
-// Package testenv finds the control plane binaries (kube-apiserver and etcd) that
-// `make envtest` builds, for the project's envtest suites.
+// Package testenv holds what the project's test suites share: finding the control plane
+// binaries (kube-apiserver and etcd) that `make envtest` builds, starting a cache under
+// test, capturing log lines and reading metric series.
 package testenv
 
 import (

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/deltacache/deltacache/internal/testenv"
 	"github.com/deltacache/deltacache/pkg/informer"
 )
 
@@ -303,28 +304,10 @@ func newTestCache(t testing.TB, api *fakeAPI, opts crcache.Options, options ...O
 	return c
 }
 
-// startCache starts c until the test ends and waits for Start to have been called.
+// startCache starts c until the test ends and waits until its informers have synced.
 func startCache(t testing.TB, c *Cache) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Start returned %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Start did not return after cancel")
-		}
-	})
-	syncCtx, syncCancel := context.WithTimeout(ctx, 10*time.Second)
-	defer syncCancel()
-	if !c.WaitForCacheSync(syncCtx) {
-		t.Fatal("WaitForCacheSync returned false")
-	}
+	testenv.StartCache(t, c, 10*time.Second)
 }
 
 func testCtx(t testing.TB) context.Context {

@@ -22,12 +22,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,24 +33,15 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/deltacache/deltacache/internal/testenv"
 	dcache "github.com/deltacache/deltacache/pkg/cache"
 )
 
 // capturingLogger returns a logger that keeps every line, and a function that lists
 // them.
 func capturingLogger() (logr.Logger, func() []string) {
-	var mu sync.Mutex
-	var lines []string
-	log := funcr.New(func(prefix, args string) {
-		mu.Lock()
-		lines = append(lines, strings.TrimSpace(prefix+" "+args))
-		mu.Unlock()
-	}, funcr.Options{})
-	return log, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), lines...)
-	}
+	log, lines := testenv.CaptureLogs()
+	return log, lines.All
 }
 
 // captureKlog routes klog's global logger (klog.Info & co., and klog.Background(),

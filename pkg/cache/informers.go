@@ -47,14 +47,16 @@ const (
 	shapeMetadata
 )
 
+// String returns the shape's metric label value: informer.ShapeTyped,
+// informer.ShapeUnstructured or informer.ShapeMetadata.
 func (s shape) String() string {
 	switch s {
 	case shapeUnstructured:
-		return "unstructured"
+		return informer.ShapeUnstructured
 	case shapeMetadata:
-		return "metadata"
+		return informer.ShapeMetadata
 	default:
-		return "typed"
+		return informer.ShapeTyped
 	}
 }
 

@@ -79,6 +79,7 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 			PageSize:          c.settings.ListPageSize,
 			Backoff:           c.settings.Backoff,
 			Clock:             c.clock,
+			MetricLabels:      metricLabels(key),
 		})
 		e.scopes = append(e.scopes, &scopedInformer{
 			scope:    scope,

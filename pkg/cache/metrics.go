@@ -28,13 +28,14 @@ import (
 // metrics.Registry, so the Manager's metrics endpoint serves them next to
 // controller-runtime's own.
 //
-// Labels: group, version and kind of the entry's GVK, which newEntry stamps on the
-// informer's example object, and shape ("typed", "unstructured", "metadata", the
-// entryKey's shape), so each (GVK, shape) entry has its own series. The per-namespace
-// informers of an entry (DefaultNamespaces, ByObject.Namespaces) share them and add up:
-// no namespace label, so cardinality stays bounded by the kinds cached. Two caches of
-// one process that cache the same (GVK, shape) add up as well. When an entry's
-// informers stop (RemoveInformer, the cache's end), its series are deleted.
+// Labels: group, version and kind of the entry's GVK and shape ("typed",
+// "unstructured", "metadata", the entryKey's shape), which newEntry passes as
+// informer.Options.MetricLabels (metricLabels), so each (GVK, shape) entry has its
+// own series. The per-namespace informers of an entry (DefaultNamespaces,
+// ByObject.Namespaces) share them and add up: no namespace label, so cardinality stays
+// bounded by the kinds cached. Two caches of one process that cache the same (GVK,
+// shape) add up as well. When an entry's informers stop (RemoveInformer, the cache's
+// end), its series are deleted.
 //
 // deltacache_cache_lists_total (stats.go) counts how Lists were answered.
 func init() {

@@ -18,9 +18,7 @@ package cache_test
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/deltacache/deltacache/internal/testenv"
 	"github.com/deltacache/deltacache/pkg/informer"
 )
 
@@ -86,49 +85,10 @@ func newSprocket(ns, name string) *unstructured.Unstructured {
 }
 
 // crSeries returns every series of controller-runtime's registry that carries labels,
-// keyed by the metric name and its other labels ("name{k=v,...}"); histograms as
-// name_count.
+// keyed as testenv.Series keys them ("name{k=v,...}").
 func crSeries(t *testing.T, labels map[string]string) map[string]float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-	series:
-		for _, m := range f.Metric {
-			var extra []string
-			matched := 0
-			for _, l := range m.Label {
-				if v, ok := labels[l.GetName()]; ok {
-					if v != l.GetValue() {
-						continue series
-					}
-					matched++
-					continue
-				}
-				extra = append(extra, l.GetName()+"="+l.GetValue())
-			}
-			if matched != len(labels) {
-				continue
-			}
-			name := f.GetName()
-			if len(extra) > 0 {
-				slices.Sort(extra)
-				name += "{" + strings.Join(extra, ",") + "}"
-			}
-			switch {
-			case m.Counter != nil:
-				out[name] = m.Counter.GetValue()
-			case m.Gauge != nil:
-				out[name] = m.Gauge.GetValue()
-			case m.Histogram != nil:
-				out[name+"_count"] = float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return out
+	return testenv.Series(t, metrics.Registry, labels)
 }
 
 func eventCounts(t *testing.T) [3]float64 {

@@ -95,13 +95,10 @@ func newMutationDetector(
 	}
 }
 
-// record starts tracking obj, about to be stored, under its key; the previous
-// version of the key is compared one last time.
-func (d *mutationDetector) record(obj runtime.Object) {
-	key, err := toolscache.MetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return
-	}
+// record starts tracking obj, about to be stored, under key, its store key
+// ("namespace/name", or "name" for cluster scope); the previous version of the key is
+// compared one last time.
+func (d *mutationDetector) record(key string, obj runtime.Object) {
 	snapshot := obj.DeepCopyObject()
 	d.mu.Lock()
 	previous := d.tracked[key]

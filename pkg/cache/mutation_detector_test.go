@@ -111,6 +111,15 @@ func TestMutationDetectorReportsAMutationOnTheNextRead(t *testing.T) {
 	if err := c.CheckMutations(); err != nil {
 		t.Errorf("CheckMutations after the report: %v", err)
 	}
+
+	// A List checks the objects it reads too, under their store keys.
+	cm.Data["name"] = "changed again"
+	if err := c.List(ctx, &corev1.ConfigMapList{}); err != nil {
+		t.Fatal(err)
+	}
+	if m := found.next(t); m.Key != mutatedKey || !strings.Contains(m.Diff, `+  "name": "changed again"`) {
+		t.Errorf("mutation found by List: key %s, diff:\n%s\nwant key %s and the new value", m.Key, m.Diff, mutatedKey)
+	}
 }
 
 func TestMutationDetectorIgnoresCallersChangingTheirDeepCopies(t *testing.T) {

@@ -180,18 +180,16 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 			if !ok {
 				return fmt.Errorf("cache contained %T, which is not an Object", candidate)
 			}
-			if listOpts.LabelSelector != nil {
+			if listOpts.LabelSelector != nil || s.detector != nil {
 				m, err := apimeta.Accessor(obj)
 				if err != nil {
 					return err
 				}
-				if !listOpts.LabelSelector.Matches(labels.Set(m.GetLabels())) {
+				if listOpts.LabelSelector != nil && !listOpts.LabelSelector.Matches(labels.Set(m.GetLabels())) {
 					continue
 				}
-			}
-			if s.detector != nil {
-				if key, err := toolscache.MetaNamespaceKeyFunc(obj); err == nil {
-					s.detector.check(key, obj)
+				if s.detector != nil {
+					s.detector.check(toolscache.MetaObjectToName(m).String(), obj)
 				}
 			}
 			items = append(items, listItem{obj: obj, copy: copyItems})

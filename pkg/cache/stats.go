@@ -77,9 +77,10 @@ func (p listPath) String() string {
 	}
 }
 
+// listCounters are the counts of one GVK, indexed by listPath: this cache's own, and the
+// process-wide listsTotal children.
 type listCounters struct {
-	labelIndex, fieldIndex, namespaceIndex, scan atomic.Uint64
-	// exported are the listsTotal children of the GVK, indexed by listPath.
+	counts   [pathScan + 1]atomic.Uint64
 	exported [pathScan + 1]prometheus.Counter
 }
 
@@ -121,16 +122,7 @@ func (r *listStatsRegistry) counters(gvk schema.GroupVersionKind) *listCounters 
 func (r *listStatsRegistry) record(gvk schema.GroupVersionKind, path listPath) {
 	c := r.counters(gvk)
 	c.exported[path].Inc()
-	switch path {
-	case pathLabelIndex:
-		c.labelIndex.Add(1)
-	case pathFieldIndex:
-		c.fieldIndex.Add(1)
-	case pathNamespaceIndex:
-		c.namespaceIndex.Add(1)
-	default:
-		c.scan.Add(1)
-	}
+	c.counts[path].Add(1)
 }
 
 func (r *listStatsRegistry) get(gvk schema.GroupVersionKind) ListStats {
@@ -141,10 +133,10 @@ func (r *listStatsRegistry) get(gvk schema.GroupVersionKind) ListStats {
 		return ListStats{}
 	}
 	return ListStats{
-		LabelIndex:     c.labelIndex.Load(),
-		FieldIndex:     c.fieldIndex.Load(),
-		NamespaceIndex: c.namespaceIndex.Load(),
-		Scan:           c.scan.Load(),
+		LabelIndex:     c.counts[pathLabelIndex].Load(),
+		FieldIndex:     c.counts[pathFieldIndex].Load(),
+		NamespaceIndex: c.counts[pathNamespaceIndex].Load(),
+		Scan:           c.counts[pathScan].Load(),
 	}
 }
 

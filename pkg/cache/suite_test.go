@@ -160,25 +160,7 @@ func startEnvCache(t *testing.T, opts crcache.Options, options ...dcache.Option)
 // informers existing now have synced.
 func runCache(t *testing.T, c crcache.Cache) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Start returned %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("Start did not return after its context ended")
-		}
-	})
-	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
-	defer syncCancel()
-	if !c.WaitForCacheSync(syncCtx) {
-		t.Fatal("WaitForCacheSync returned false")
-	}
+	testenv.StartCache(t, c, 30*time.Second)
 }
 
 func envCtx(t *testing.T) context.Context {

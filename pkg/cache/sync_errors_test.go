@@ -21,11 +21,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,6 +32,7 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/deltacache/deltacache/internal/testenv"
 	"github.com/deltacache/deltacache/pkg/informer"
 )
 
@@ -176,35 +175,6 @@ func TestNotFoundListIsReportedAsNoKindMatchNotAsAMissingObject(t *testing.T) {
 	}
 }
 
-// logLines collects the lines of a funcr logger.
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) add(_, args string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, args)
-}
-
-// matching returns the lines containing every one of parts.
-func (l *logLines) matching(parts ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range l.lines {
-		ok := true
-		for _, part := range parts {
-			ok = ok && strings.Contains(line, part)
-		}
-		if ok {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 // waitUntil polls cond every 5ms until it holds, failing the test after 10s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -220,15 +190,15 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestForbiddenListIsLoggedOncePerBackoffStepNotPerRead(t *testing.T) {
 	api := newFakeAPI(t)
 	api.setListErrorFor(gvkPod, forbiddenPods())
-	var logs logLines
+	log, logs := testenv.CaptureLogs()
 	c := newTestCache(t, api, crcache.Options{},
-		WithLogger(funcr.New(logs.add, funcr.Options{})),
+		WithLogger(log),
 		WithBackoff(informer.Backoff{Initial: time.Second, Factor: 2, Max: time.Hour, Jitter: -1}))
 	fc := clocktesting.NewFakeClock(time.Now())
 	c.clock = fc
 	startCache(t, c)
 	createInformers(t, c, &corev1.Pod{})
-	failed := func() []string { return logs.matching(`"msg"="list/watch failed; retrying"`, `"informer"="Pod.v1"`) }
+	failed := func() []string { return logs.Matching(`"msg"="list/watch failed; retrying"`, `"informer"="Pod.v1"`) }
 
 	// The Reflector sleeps on the fake clock between attempts (its only timer while
 	// the list fails), so an attempt happens exactly when the clock passes its delay.
@@ -255,7 +225,7 @@ func TestForbiddenListIsLoggedOncePerBackoffStepNotPerRead(t *testing.T) {
 	if got := failed(); len(got) != 1 || !strings.Contains(got[0], `"retryIn"="1s"`) {
 		t.Fatalf("list failure lines after one attempt = %q, want one with retryIn 1s", got)
 	}
-	if got := logs.matching(`"msg"="cache cannot sync`); len(got) != 3 {
+	if got := logs.Matching(`"msg"="cache cannot sync`); len(got) != 3 {
 		t.Errorf("cache-cannot-sync lines = %d, want 3 (one per WaitForCacheSync)", len(got))
 	}
 

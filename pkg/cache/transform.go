@@ -47,7 +47,8 @@ func (c *Cache) storeTransform(
 	stripManagedFields := !c.settings.KeepManagedFields
 	intern := c.intern
 	return func(in any) (any, error) {
-		if obj, ok := in.(runtime.Object); ok {
+		obj, _ := in.(runtime.Object)
+		if obj != nil {
 			obj.GetObjectKind().SetGroupVersionKind(gvk)
 		}
 		out := in
@@ -56,7 +57,8 @@ func (c *Cache) storeTransform(
 			if out, err = user(in); err != nil {
 				return nil, err
 			}
-			if obj, ok := out.(runtime.Object); ok && obj.GetObjectKind().GroupVersionKind().Empty() {
+			obj, _ = out.(runtime.Object)
+			if obj != nil && obj.GetObjectKind().GroupVersionKind().Empty() {
 				obj.GetObjectKind().SetGroupVersionKind(gvk)
 			}
 		}
@@ -70,10 +72,8 @@ func (c *Cache) storeTransform(
 		if intern != nil {
 			intern.internObject(m)
 		}
-		if detector != nil {
-			if obj, ok := out.(runtime.Object); ok {
-				detector.record(obj)
-			}
+		if detector != nil && obj != nil {
+			detector.record(toolscache.MetaObjectToName(m).String(), obj)
 		}
 		return out, nil
 	}

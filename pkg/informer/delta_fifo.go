@@ -125,11 +125,12 @@ type DeltaFIFO struct {
 	synced                 chan struct{}
 	syncedClosed           bool
 
-	processing    bool
-	processingKey string
-	// inFlight are the keys of the batch being processed (popBatch).
+	processing bool
+	// inFlight are the keys of the batch being processed (Pop, popBatch).
 	inFlight map[string]struct{}
-	closed   bool
+	// batch is the array of the last popped batch, reused by the next pop.
+	batch  []poppedKey
+	closed bool
 
 	receivedRV string // newest RV received (object RV, list RV or bookmark)
 	appliedRV  string // last RV handed to known objects
@@ -168,41 +169,19 @@ func (f *DeltaFIFO) KeyOf(obj any) (string, error) {
 
 // Add queues an Added delta for obj.
 func (f *DeltaFIFO) Add(obj any) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.markPopulatedLocked()
-	return f.queueLocked(Added, obj)
+	return f.queueObject(Added, obj)
 }
 
 // Update queues an Updated delta for obj.
 func (f *DeltaFIFO) Update(obj any) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.markPopulatedLocked()
-	return f.queueLocked(Updated, obj)
+	return f.queueObject(Updated, obj)
 }
 
 // Delete queues a Deleted delta for obj, unless its key is neither queued,
 // being processed, nor in the known objects: a delete of something the
 // consumer never saw is dropped.
 func (f *DeltaFIFO) Delete(obj any) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.markPopulatedLocked()
-	key, err := f.KeyOf(obj)
-	if err != nil {
-		return toolscache.KeyError{Obj: obj, Err: err}
-	}
-	_, queued := f.items[key]
-	if !queued && !f.inFlightLocked(key) {
-		if f.known == nil {
-			return nil
-		}
-		if _, exists, err := f.known.GetByKey(key); err != nil || !exists {
-			return err
-		}
-	}
-	return f.queueLocked(Deleted, obj)
+	return f.queueObject(Deleted, obj)
 }
 
 // Replace queues the result of a (re)list: a Replaced delta for every object
@@ -336,38 +315,12 @@ func (f *DeltaFIFO) Bookmark(rv string) {
 // process with them, without holding the queue lock. It returns process's
 // error, or ErrFIFOClosed once the queue is closed (queued keys are dropped).
 // There must be a single consumer. An item of the initial list counts as
-// popped (for HasSynced) only after process returned.
+// popped (for HasSynced) only after process returned. process may keep the
+// Deltas.
 func (f *DeltaFIFO) Pop(process PopProcessFunc) error {
-	f.mu.Lock()
-	for len(f.queue) == 0 || f.closed {
-		if f.closed {
-			f.mu.Unlock()
-			return ErrFIFOClosed
-		}
-		f.cond.Wait()
-	}
-	key := f.queue[0]
-	f.queue[0] = ""
-	f.queue = f.queue[1:]
-	deltas := f.items[key]
-	delete(f.items, key)
-	f.releaseDrainedLocked()
-	initial := !f.hasSyncedLocked()
-	f.processing, f.processingKey = true, key
-	f.mu.Unlock()
-
-	defer func() {
-		f.mu.Lock()
-		f.processing, f.processingKey = false, ""
-		if f.initialPopulationCount > 0 {
-			f.initialPopulationCount--
-			f.checkSyncedLocked()
-		}
-		f.maybeApplyRVLocked()
-		f.cond.Broadcast()
-		f.mu.Unlock()
-	}()
-	return process(deltas, initial)
+	return f.pop(1, false, func(batch []poppedKey, _ int) error {
+		return process(batch[0].deltas, batch[0].initial)
+	})
 }
 
 // poppedKey is one key popped by popBatch, with its Deltas; initial is true
@@ -387,6 +340,12 @@ type poppedKey struct {
 // then. process must not keep the batch or its Deltas after it returns: their
 // arrays are reused for later keys.
 func (f *DeltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued int) error) error {
+	return f.pop(maxKeys, true, process)
+}
+
+// pop implements Pop and popBatch; reuse says whether the batch's Deltas
+// arrays may be reused once process returns.
+func (f *DeltaFIFO) pop(maxKeys int, reuse bool, process func(batch []poppedKey, queued int) error) error {
 	f.mu.Lock()
 	for len(f.queue) == 0 || f.closed {
 		if f.closed {
@@ -396,7 +355,7 @@ func (f *DeltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued
 		f.cond.Wait()
 	}
 	n := min(max(maxKeys, 1), len(f.queue))
-	// As Pop: a key is initial while the initial list is not fully popped.
+	// A key is initial while the initial list is not fully popped.
 	initial := n
 	if f.populated {
 		initial = min(n, f.initialPopulationCount)
@@ -404,7 +363,7 @@ func (f *DeltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued
 	if f.inFlight == nil {
 		f.inFlight = make(map[string]struct{}, n)
 	}
-	batch := make([]poppedKey, 0, n)
+	batch := f.batch[:0]
 	for i, key := range f.queue[:n] {
 		batch = append(batch, poppedKey{key: key, deltas: f.items[key], initial: i < initial})
 		delete(f.items, key)
@@ -417,17 +376,32 @@ func (f *DeltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued
 	f.processing = true
 	f.mu.Unlock()
 
-	err := process(batch, queued)
+	// Deferred, so that a panicking process leaves the queue usable.
+	defer f.endPop(batch, reuse)
+	return process(batch, queued)
+}
 
+// endPop ends the processing of batch: its keys are no longer in flight,
+// its initial-list items count as popped, and with reuse its Deltas arrays
+// are kept for later keys.
+func (f *DeltaFIFO) endPop(batch []poppedKey, reuse bool) {
+	n := len(batch)
 	f.mu.Lock()
 	for i := range batch {
-		if len(f.spare) >= maxSpare {
+		if !reuse || len(f.spare) >= maxSpare {
 			break
 		}
 		if ds := batch[i].deltas; cap(ds) > 0 && cap(ds) <= 4 {
 			clear(ds)
 			f.spare = append(f.spare, ds[:0])
 		}
+	}
+	// The batch array is reused by the next pop (single consumer), unless
+	// sized for a large list; it must not keep the popped objects alive.
+	clear(batch)
+	f.batch = nil
+	if cap(batch) <= drainedRelease {
+		f.batch = batch[:0]
 	}
 	f.processing = false
 	clear(f.inFlight)
@@ -441,7 +415,6 @@ func (f *DeltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued
 	f.maybeApplyRVLocked()
 	f.cond.Broadcast()
 	f.mu.Unlock()
-	return err
 }
 
 // drainedRelease is the number of distinct keys queued at once above which
@@ -465,9 +438,6 @@ func (f *DeltaFIFO) releaseDrainedLocked() {
 func (f *DeltaFIFO) inFlightLocked(key string) bool {
 	if !f.processing {
 		return false
-	}
-	if f.processingKey == key {
-		return true
 	}
 	_, ok := f.inFlight[key]
 	return ok
@@ -553,8 +523,12 @@ func (f *DeltaFIFO) transformed(t DeltaType, obj any) (any, error) {
 	return out, nil
 }
 
-// queueLocked transforms obj, records its RV and appends a delta of type t.
-func (f *DeltaFIFO) queueLocked(t DeltaType, obj any) error {
+// queueObject transforms obj, records its RV and appends a delta of type t; a
+// Deleted delta of a key the consumer never saw (see Delete) is dropped.
+func (f *DeltaFIFO) queueObject(t DeltaType, obj any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.markPopulatedLocked()
 	obj, err := f.transformed(t, obj)
 	if err != nil {
 		return err
@@ -563,11 +537,29 @@ func (f *DeltaFIFO) queueLocked(t DeltaType, obj any) error {
 	if err != nil {
 		return toolscache.KeyError{Obj: obj, Err: err}
 	}
+	if t == Deleted {
+		if known, err := f.knowsLocked(key); !known {
+			return err
+		}
+	}
 	if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() != "" {
 		f.receivedRV = m.GetResourceVersion()
 	}
 	f.appendLocked(key, Delta{Type: t, Object: obj})
 	return nil
+}
+
+// knowsLocked reports whether key is queued, being processed or stored in
+// the known objects, and the known objects' lookup error.
+func (f *DeltaFIFO) knowsLocked(key string) (bool, error) {
+	if _, queued := f.items[key]; queued || f.inFlightLocked(key) {
+		return true, nil
+	}
+	if f.known == nil {
+		return false, nil
+	}
+	_, exists, err := f.known.GetByKey(key)
+	return err == nil && exists, err
 }
 
 // maxSpare bounds the Deltas arrays a DeltaFIFO keeps for reuse.

@@ -313,34 +313,32 @@ func TestEnvtestMetadataAdapterStreamsInitialListWithGVK(t *testing.T) {
 	equalState(t, "store after the streamed list", storeState(t, s.GetStore(), configMapGVK), want)
 }
 
-func TestEnvtestDynamicAdapterStreamsInitialList(t *testing.T) {
+// runDynamicConfigMaps seeds a namespace with n ConfigMaps and runs our
+// informer over the dynamic adapter (bookmarks as given) until synced; it
+// returns the recording adapter, the informer and the seeded state.
+func runDynamicConfigMaps(t *testing.T, prefix string, n int, bookmarks bool) (
+	*recordingLW, *informer.SharedIndexInformer, map[string]string,
+) {
+	t.Helper()
 	cfg := requireAPIServer(t)
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	ns, want := seedNamespace(t, cs, "informer-dynamic", 30)
-
+	ns, want := seedNamespace(t, kubernetes.NewForConfigOrDie(cfg), prefix, n)
 	lw := &recordingLW{ListWatch: informer.NewDynamicListWatch(dynamic.NewForConfigOrDie(cfg), configMapsGVR, true,
-		informer.ListWatchOptions{Namespace: ns, AllowWatchBookmarks: true})}
+		informer.ListWatchOptions{Namespace: ns, AllowWatchBookmarks: bookmarks})}
 	example := &unstructured.Unstructured{}
 	example.SetGroupVersionKind(configMapGVK)
-	s := informer.NewSharedIndexInformer(lw, example, informer.Options{Name: "configmaps-unstructured"})
+	s := informer.NewSharedIndexInformer(lw, example, informer.Options{Name: prefix})
 	runSynced(t, s)
+	return lw, s, want
+}
 
+func TestEnvtestDynamicAdapterStreamsInitialList(t *testing.T) {
+	lw, s, want := runDynamicConfigMaps(t, "informer-dynamic", 30, true)
 	assertStreamed(t, lw, s)
 	equalState(t, "store after the streamed list", storeState(t, s.GetStore(), configMapGVK), want)
 }
 
 func TestEnvtestWithoutBookmarksListsInsteadOfStreaming(t *testing.T) {
-	cfg := requireAPIServer(t)
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	ns, want := seedNamespace(t, cs, "informer-nobookmarks", 10)
-
-	lw := &recordingLW{ListWatch: informer.NewDynamicListWatch(dynamic.NewForConfigOrDie(cfg), configMapsGVR, true,
-		informer.ListWatchOptions{Namespace: ns, AllowWatchBookmarks: false})}
-	example := &unstructured.Unstructured{}
-	example.SetGroupVersionKind(configMapGVK)
-	s := informer.NewSharedIndexInformer(lw, example, informer.Options{Name: "configmaps-nobookmarks"})
-	runSynced(t, s)
-
+	lw, s, want := runDynamicConfigMaps(t, "informer-nobookmarks", 10, false)
 	lists, watches := lw.requests()
 	if len(lists) != 1 || lists[0].ResourceVersion != "" || lists[0].Limit != informer.DefaultPageSize {
 		t.Fatalf("lists = %v, want one paginated consistent LIST", lists)

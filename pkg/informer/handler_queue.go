@@ -294,23 +294,22 @@ func (r *HandlerRegistration) run() {
 		}
 		for _, n := range pk.notes {
 			r.deliver(key, n)
-			if n.initial {
-				r.mu.Lock()
-				r.initialLeft--
-				r.checkSyncedLocked()
-				r.mu.Unlock()
-			}
 		}
 		done = pk
 	}
 }
 
 // next waits for the oldest pending key and takes its notifications. done,
-// if not nil, is the previous key's, now delivered: it is kept for reuse.
+// if not nil, is the previous key's, now delivered: its initial-list adds
+// count as delivered, and it is kept for reuse.
 func (r *HandlerRegistration) next(done *pendingKey) (string, *pendingKey, bool) {
 	for {
 		r.mu.Lock()
 		if done != nil {
+			if c := countInitial(done.notes); c > 0 {
+				r.initialLeft -= c
+				r.checkSyncedLocked()
+			}
 			if len(r.spare) < maxSpare {
 				*done = pendingKey{}
 				r.spare = append(r.spare, done)

@@ -217,15 +217,7 @@ func (ix *Indexer) put(key string, obj any) error {
 	}
 	slot := t.shardOf(h)
 	s := slot.Load()
-	i, found := s.search(h, key)
-	var e *entry
-	var old *record
-	if found {
-		e = s.entries[i].e
-		old = e.rec.Load()
-	} else {
-		e = &entry{}
-	}
+	e, old, found := s.entryFor(h, key)
 	rec, changed := newRecord(obj, old, vals)
 	// The record first, then the indexes: a reader that finds the entry in
 	// a bucket checks that the record it loads is filed there.

@@ -95,16 +95,7 @@ func (b *writeBatch) put(key string, obj any) error {
 	vals := b.t.funcs.compute(obj)
 	h := keyHash(key)
 	slot := b.slotOf(h)
-	s := b.shard(slot)
-	i, found := s.search(h, key)
-	var e *entry
-	var old *record
-	if found {
-		e = s.entries[i].e
-		old = e.rec.Load()
-	} else {
-		e = &entry{}
-	}
+	e, old, found := b.shard(slot).entryFor(h, key)
 	rec, changed := newRecord(obj, old, vals)
 	e.rec.Store(rec)
 	if !found {

@@ -121,6 +121,8 @@ type SharedIndexInformer struct {
 	deliverMu sync.Mutex
 	// syncing are the handlers due for resync in the current round.
 	syncing map[*HandlerRegistration]bool
+	// notes is handleBatch's buffer, reused from batch to batch.
+	notes []batchNote
 
 	mu                sync.Mutex
 	started, stopped  bool
@@ -475,12 +477,15 @@ func (s *SharedIndexInformer) resyncLoop(ctx context.Context) {
 		s.deliverMu.Lock()
 		now := s.clock.Now()
 		var next time.Time
-		due := map[*HandlerRegistration]bool{}
+		var due map[*HandlerRegistration]bool
 		for _, h := range s.handlers {
 			if h.resyncPeriod <= 0 {
 				continue
 			}
 			if !now.Before(h.nextResync) {
+				if due == nil {
+					due = map[*HandlerRegistration]bool{}
+				}
 				due[h] = true
 				h.nextResync = now.Add(h.resyncPeriod)
 			}
@@ -554,7 +559,7 @@ type batchNote struct {
 func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 	s.deliverMu.Lock()
 	defer s.deliverMu.Unlock()
-	notes := make([]batchNote, 0, len(batch))
+	notes := s.notes[:0]
 	var errs []error
 	adds := len(batch)
 	if batch[len(batch)-1].initial {
@@ -592,6 +597,14 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 	w.commit()
 	for _, bn := range notes {
 		s.distribute(bn.key, bn.n, bn.isSync)
+	}
+	// Keep the array for the next batch, without the objects; an array sized
+	// for a large list is let go.
+	clear(notes)
+	if cap(notes) <= drainedRelease {
+		s.notes = notes[:0]
+	} else {
+		s.notes = nil
 	}
 	return errors.Join(errs...)
 }

@@ -18,6 +18,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
+
+	"github.com/deltacache/deltacache/internal/testenv"
 )
 
 var podLabels = MetricLabels{Kind: podKind, Shape: ShapeTyped}
@@ -36,45 +38,7 @@ func newMetricsRegistry(t *testing.T) (*Metrics, *prometheus.Registry) {
 // name_count and name_sum.
 func gathered(t *testing.T, reg *prometheus.Registry, labels MetricLabels) map[string]float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	must(t, err)
-	want := labels.prometheusLabels()
-	out := map[string]float64{}
-	for _, f := range families {
-	series:
-		for _, m := range f.Metric {
-			var extra []string
-			matched := 0
-			for _, l := range m.Label {
-				if v, ok := want[l.GetName()]; ok {
-					if v != l.GetValue() {
-						continue series
-					}
-					matched++
-					continue
-				}
-				extra = append(extra, l.GetName()+"="+l.GetValue())
-			}
-			if matched != len(want) {
-				continue
-			}
-			name := f.GetName()
-			if len(extra) > 0 {
-				slices.Sort(extra)
-				name += "{" + strings.Join(extra, ",") + "}"
-			}
-			switch {
-			case m.Counter != nil:
-				out[name] = m.Counter.GetValue()
-			case m.Gauge != nil:
-				out[name] = m.Gauge.GetValue()
-			case m.Histogram != nil:
-				out[strings.Replace(name, "_seconds", "_seconds_count", 1)] = float64(m.Histogram.GetSampleCount())
-				out[strings.Replace(name, "_seconds", "_seconds_sum", 1)] = m.Histogram.GetSampleSum()
-			}
-		}
-	}
-	return out
+	return testenv.Series(t, reg, labels.prometheusLabels())
 }
 
 // without returns series minus the given names (values that depend on time).

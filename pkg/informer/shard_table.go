@@ -149,6 +149,16 @@ func (s *shard) search(h uint64, key string) (int, bool) {
 	return -1, false
 }
 
+// entryFor returns the entry of key (hash h) and its current record if s
+// holds it (found), else a new, empty entry to store under key.
+func (s *shard) entryFor(h uint64, key string) (e *entry, old *record, found bool) {
+	if i, ok := s.search(h, key); ok {
+		e = s.entries[i].e
+		return e, e.rec.Load(), true
+	}
+	return &entry{}, nil, false
+}
+
 // with returns a copy of s with e added for key, whose hash is h (s does not
 // hold key).
 func (s *shard) with(h uint64, key string, e *entry) *shard {

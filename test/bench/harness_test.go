@@ -18,6 +18,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -204,6 +205,16 @@ func TestPipelineWorkloadsProduceEveryFigure(t *testing.T) {
 			for _, f := range run.figs {
 				if len(v[f]) != 1 {
 					t.Errorf("%s %s: figure %s has %d values, want 1", run.name, c, f, len(v[f]))
+					continue
+				}
+				// Every figure is a finite non-negative number; the time, rate and
+				// allocation figures cannot be zero for work that was done.
+				x := v[f][0]
+				positive := f == FigPipeSync || f == FigPipeAllocs || f == FigPipeAllocBytes ||
+					f == FigThroughput || f == FigWrites0 || f == FigWrites10
+				if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || (positive && x == 0) {
+					t.Errorf("%s %s: figure %s = %v, want a finite number, not negative "+
+						"(above zero for a time, rate or allocation figure)", run.name, c, f, x)
 				}
 			}
 		}

@@ -41,10 +41,26 @@ var _ = Describe("The manager binary on deltacache", Ordered, func() {
 
 	It("syncs its informers and logs each initial sync", func() {
 		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Eventually(func() int {
-			return strings.Count(logs.String(), "informer synced")
-		}, 60*time.Second, 250*time.Millisecond).Should(BeNumerically(">=", 2),
-			"expected an 'informer synced' line for the App and the Pod informers")
+		// One "informer synced" line per informer, naming it (pkg/cache logs the kind as
+		// Kind.version.group) with its object count.
+		syncedKinds := func() []string {
+			var kinds []string
+			for line := range strings.Lines(logs.String()) {
+				if !strings.Contains(line, "informer synced") || !strings.Contains(line, "objects") {
+					continue
+				}
+				for _, kind := range []string{"App.v1alpha1.demo.deltacache.io", "Pod.v1"} {
+					if strings.Contains(line, kind) {
+						kinds = append(kinds, kind)
+					}
+				}
+			}
+			return kinds
+		}
+		Eventually(syncedKinds, 60*time.Second, 250*time.Millisecond).
+			Should(ContainElements("App.v1alpha1.demo.deltacache.io", "Pod.v1"),
+				"expected an 'informer synced' line, with its object count, for the App and the Pod informers")
+		Expect(strings.Count(logs.String(), "informer synced")).To(BeNumerically(">=", 2))
 	})
 
 	It("converges an App's status as its pods are scheduled and become ready", func() {

@@ -285,7 +285,10 @@ func (f *Fake) WaitForRequests(ctx context.Context, n int) ([]Request, error) {
 // WaitForWatch blocks until the i-th watch (0-based, counting scripted and
 // live ones) is open, and returns its stream.
 func (f *Fake) WaitForWatch(ctx context.Context, i int) (*Stream, error) {
+	// WaitFor calls cond without f.mu; streams are appended under it.
 	_, err := f.WaitFor(ctx, func([]Request) bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		return len(f.streams) > i
 	})
 	if err != nil {
@@ -538,8 +541,4 @@ func newEmpty(obj runtime.Object) (runtime.Object, bool) {
 		return nil, false
 	}
 	return reflect.TypeAssert[runtime.Object](reflect.New(t.Elem()))
-}
-
-func asStatus(err error, status *apierrors.APIStatus) bool {
-	return errors.As(err, status)
 }

@@ -86,11 +86,25 @@ func TestExpiredContinueTokenAnswers410(t *testing.T) {
 	f := New(&corev1.Pod{})
 	f.Create(pod("p1"))
 	f.Create(pod("p2"))
-	page1, _ := f.List(metav1.ListOptions{Limit: 1})
+	page1, err := f.List(metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, _, cont := names(t, page1)
+	if cont == "" {
+		t.Fatal("page 1 of 2 has no continue token")
+	}
 	f.ExpireContinueTokens(true)
 	if _, err := f.List(metav1.ListOptions{Limit: 1, Continue: cont}); !apierrors.IsResourceExpired(err) {
 		t.Fatalf("continuation = %v, want 410 Expired", err)
+	}
+	f.ExpireContinueTokens(false)
+	page2, err := f.List(metav1.ListOptions{Limit: 1, Continue: cont})
+	if err != nil {
+		t.Fatalf("continuation after ExpireContinueTokens(false) = %v", err)
+	}
+	if got, rv, cont := names(t, page2); len(got) != 1 || got[0] != "p2@3" || rv != "3" || cont != "" {
+		t.Fatalf("page 2: %v rv=%s continue=%q", got, rv, cont)
 	}
 }
 
@@ -121,7 +135,10 @@ func TestWatchReplaysHistoryAfterRVThenFollowsLiveChanges(t *testing.T) {
 func TestCompactExpiresWatchesAndOldRVs(t *testing.T) {
 	f := New(&corev1.Pod{})
 	f.Create(pod("p1"))
-	w, _ := f.Watch(metav1.ListOptions{ResourceVersion: "2"})
+	w, err := f.Watch(metav1.ListOptions{ResourceVersion: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.Create(pod("p2"))
 	f.Compact()
 	if got := describeEvent(recv(t, w)); got != "ADDED p2@3" {
@@ -177,6 +194,10 @@ func TestScriptedAnswersComeFirstAndRecordOptions(t *testing.T) {
 	if err != nil || s.Options.ResourceVersion != "50" {
 		t.Fatalf("WaitForWatch = %v, %v", s, err)
 	}
+	reqs := f.Requests()
+	if len(reqs) != 3 || reqs[0].Verb != VerbList || reqs[1].Options.Limit != 3 || reqs[2].Verb != VerbWatch {
+		t.Fatalf("requests %+v, want list, list (limit 3), watch", reqs)
+	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel2()
 	if _, err := f.WaitForRequests(ctx2, 10); !errors.Is(err, context.DeadlineExceeded) {
@@ -199,5 +220,76 @@ func TestStreamStopUnblocksAndDropsFurtherSends(t *testing.T) {
 	}
 	// The result channel closes.
 	for range s.ResultChan() {
+	}
+}
+
+func TestWaitForWatchSeesAWatchOpenedConcurrently(t *testing.T) {
+	f := New(&corev1.Pod{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	type result struct {
+		s   *Stream
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := f.WaitForWatch(ctx, 1)
+		done <- result{s, err}
+	}()
+	for _, rv := range []string{"", "1"} {
+		w, err := f.Watch(metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
+	r := <-done
+	if r.err != nil || r.s.Options.ResourceVersion != "1" {
+		t.Fatalf("WaitForWatch(1) = %v, %v; want the watch from RV 1", r.s, r.err)
+	}
+}
+
+func TestServeWatchListSendsStateThenEndBookmarkThenLiveChanges(t *testing.T) {
+	f := New(&corev1.Pod{})
+	if !f.IsWatchListSemanticsUnSupported() {
+		t.Fatal("a new Fake claims WatchList support")
+	}
+	f.Create(pod("p1")) // rv 2
+	f.Create(pod("p2")) // rv 3
+	f.Compact()
+	initial := true
+	opts := metav1.ListOptions{ResourceVersion: "2", SendInitialEvents: &initial,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}
+	if _, err := f.Watch(opts); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch from a compacted RV without WatchList = %v, want 410 Expired", err)
+	}
+
+	f.ServeWatchList(true)
+	if f.IsWatchListSemanticsUnSupported() {
+		t.Fatal("ServeWatchList(true) not reported")
+	}
+	w, err := f.Watch(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	want := []string{"ADDED p1@2", "ADDED p2@3", "BOOKMARK @3"}
+	var end watch.Event
+	for i := range want {
+		e := recv(t, w)
+		if got := describeEvent(e); got != want[i] {
+			t.Fatalf("event %d = %s, want %s", i, got, want[i])
+		}
+		end = e
+	}
+	if m, _ := meta.Accessor(end.Object); m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+		t.Fatalf("last initial event %+v lacks the %s annotation", end.Object, metav1.InitialEventsAnnotationKey)
+	}
+	if _, ok := end.Object.(*corev1.Pod); !ok {
+		t.Fatalf("bookmark object is %T, want *v1.Pod", end.Object)
+	}
+	f.Create(pod("p3"))
+	if got := describeEvent(recv(t, w)); got != "ADDED p3@4" {
+		t.Fatalf("live event %s, want ADDED p3@4", got)
 	}
 }

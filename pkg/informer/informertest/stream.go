@@ -1,6 +1,7 @@
 package informertest
 
 import (
+	"errors"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,7 +27,6 @@ type Stream struct {
 	wake    chan struct{}
 	stopCh  chan struct{}
 	result  chan watch.Event
-	sent    int
 }
 
 func newStream(opts metav1.ListOptions) *Stream {
@@ -65,9 +65,6 @@ func (s *Stream) pump() {
 		s.mu.Unlock()
 		select {
 		case s.result <- e:
-			s.mu.Lock()
-			s.sent++
-			s.mu.Unlock()
 		case <-s.stopCh:
 			return
 		}
@@ -97,13 +94,6 @@ func (s *Stream) IsStopped() bool {
 	return s.stopped
 }
 
-// Delivered returns how many events the client has received.
-func (s *Stream) Delivered() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sent
-}
-
 // Send queues e; it reports false if the stream was already ended or stopped.
 func (s *Stream) Send(e watch.Event) bool {
 	s.mu.Lock()
@@ -127,17 +117,6 @@ func (s *Stream) Add(obj runtime.Object) bool {
 // Modify sends a MODIFIED event.
 func (s *Stream) Modify(obj runtime.Object) bool {
 	return s.Send(watch.Event{Type: watch.Modified, Object: obj})
-}
-
-// Delete sends a DELETED event.
-func (s *Stream) Delete(obj runtime.Object) bool {
-	return s.Send(watch.Event{Type: watch.Deleted, Object: obj})
-}
-
-// Bookmark sends a BOOKMARK event at rv, carried by a copy of example
-// (an object of the watched type) with only its resourceVersion set.
-func (s *Stream) Bookmark(example runtime.Object, rv string) bool {
-	return s.Send(BookmarkEvent(example, rv))
 }
 
 // Error sends an ERROR event carrying err's status (see StatusEvent).
@@ -187,7 +166,7 @@ func InitialEventsEndBookmark(example runtime.Object, rv string) watch.Event {
 func StatusEvent(err error) watch.Event {
 	var status apierrors.APIStatus
 	var st metav1.Status
-	if ok := asStatus(err, &status); ok {
+	if errors.As(err, &status) {
 		st = status.Status()
 	} else {
 		st = apierrors.NewInternalError(err).Status()
