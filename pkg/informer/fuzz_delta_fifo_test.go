@@ -21,6 +21,14 @@ type fifoConsumer struct {
 	dead  map[types.UID]bool
 }
 
+// remove deletes key and its index entries, without recording a resourceVersion
+// (test support: the informer writes through Delete and its batches).
+func (ix *Indexer) remove(key string) {
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
+	ix.table.Load().remove(key)
+}
+
 func (c *fifoConsumer) process(ds Deltas, _ bool) error {
 	c.t.Helper()
 	if len(ds) == 0 || len(ds) > 3 {

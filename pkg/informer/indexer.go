@@ -235,13 +235,6 @@ func (ix *Indexer) put(key string, obj any) error {
 	return vals.err(key)
 }
 
-// remove deletes key and its index entries, without recording a resourceVersion.
-func (ix *Indexer) remove(key string) {
-	ix.writeMu.Lock()
-	defer ix.writeMu.Unlock()
-	ix.table.Load().remove(key)
-}
-
 // remove deletes key from t, if present (writer only).
 func (t *shardTable) remove(key string) {
 	h := keyHash(key)

@@ -79,19 +79,16 @@ func (b *writeBatch) privateShard(slot uint64, extra int) *shard {
 	return s
 }
 
-// get returns key's record as the batch sees it, or nil.
-func (b *writeBatch) get(key string) *record {
-	h := keyHash(key)
-	s := b.shard(b.slotOf(h))
-	if i, ok := s.search(h, key); ok {
-		return s.entries[i].e.rec.Load()
-	}
-	return nil
-}
-
 // put stores obj under key, as Indexer.put does. It returns the errors of
 // failing index functions (the object is stored, not filed in those).
 func (b *writeBatch) put(key string, obj any) error {
+	_, err := b.swap(key, obj)
+	return err
+}
+
+// swap is put that also returns the record it replaced (nil when key was
+// absent), so the pop loop looks each key up once.
+func (b *writeBatch) swap(key string, obj any) (*record, error) {
 	vals := b.t.funcs.compute(obj)
 	h := keyHash(key)
 	slot := b.slotOf(h)
@@ -107,17 +104,21 @@ func (b *writeBatch) put(key string, obj any) error {
 		b.refile(key, e, old, rec)
 	}
 	b.observeRV(obj)
-	return vals.err(key)
+	return old, vals.err(key)
 }
 
 // remove deletes key and its index entries; it reports whether key was
 // present.
-func (b *writeBatch) remove(key string) bool {
+func (b *writeBatch) remove(key string) bool { return b.take(key) != nil }
+
+// take deletes key and its index entries and returns its record, or nil when
+// key was absent.
+func (b *writeBatch) take(key string) *record {
 	h := keyHash(key)
 	slot := b.slotOf(h)
 	i, found := b.shard(slot).search(h, key)
 	if !found {
-		return false
+		return nil
 	}
 	p := b.privateShard(slot, 0)
 	e := p.entries[i].e
@@ -129,7 +130,7 @@ func (b *writeBatch) remove(key string) bool {
 	p.entries = p.entries[:last]
 	b.refile(key, e, old, nil)
 	b.added--
-	return true
+	return old
 }
 
 // refile moves e in the batch's private indexes from old's values to rec's.

@@ -24,6 +24,17 @@ type readerView struct {
 	rv                                       string
 }
 
+// get returns key's record as the batch sees it, or nil (the pop loop reads it
+// through swap and take instead).
+func (b *writeBatch) get(key string) *record {
+	h := keyHash(key)
+	s := b.shard(b.slotOf(h))
+	if i, ok := s.search(h, key); ok {
+		return s.entries[i].e.rec.Load()
+	}
+	return nil
+}
+
 func viewOf(t *testing.T, ix *Indexer) readerView {
 	t.Helper()
 	webKeys, err := ix.IndexKeys(appLabel, "web")

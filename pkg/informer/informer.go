@@ -573,16 +573,15 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 		// key function.
 		key := p.key
 		for _, d := range p.deltas {
-			old := w.get(key)
 			if d.Type == Deleted {
-				if old == nil {
+				if w.take(key) == nil {
 					continue
 				}
-				w.remove(key)
 				notes = append(notes, batchNote{key: key, n: notification{kind: noteDelete, newObj: d.Object}})
 				continue
 			}
-			if err := w.put(key, d.Object); err != nil {
+			old, err := w.swap(key, d.Object)
+			if err != nil {
 				errs = append(errs, err)
 			}
 			if old == nil {
