@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	// Import all Kubernetes client auth plugins (e.g. Azure, GCP, OIDC, etc.)
@@ -178,7 +179,13 @@ func main() {
 		metricsServerOptions.KeyName = metricsCertKey
 	}
 
-	ctx := ctrl.SetupSignalHandler()
+	var startedLocal atomic.Pointer[devcluster.ControlPlane]
+	ctx := devcluster.ShutdownSignals(func() {
+		if cp := startedLocal.Load(); cp != nil {
+			setupLog.Info("Second signal: stopping the local control plane before exiting")
+			stopControlPlane(cp)
+		}
+	}, os.Exit)
 
 	cfg, local, err := restConfig(localControlPlane)
 	if err != nil {
@@ -186,6 +193,7 @@ func main() {
 		os.Exit(1)
 	}
 	if local != nil {
+		startedLocal.Store(local)
 		defer stopControlPlane(local)
 		enableLeaderElection = false
 	}
@@ -343,11 +351,16 @@ func addPlayground(ctx context.Context, mgr manager.Manager, statusInterval time
 	return nil
 }
 
+// stopControlPlane stops the local control plane and logs how it went; a second call
+// waits for the first.
 func stopControlPlane(cp *devcluster.ControlPlane) {
 	setupLog.Info("Stopping the local control plane")
+	start := time.Now()
 	if err := cp.Stop(); err != nil {
 		setupLog.Error(err, "Failed to stop the local control plane")
+		return
 	}
+	setupLog.Info("Local control plane stopped", "seconds", time.Since(start).Seconds())
 }
 
 // exit stops the local control plane, if any, and exits with status 1.

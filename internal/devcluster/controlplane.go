@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -40,8 +41,10 @@ type ControlPlane struct {
 	// KubeconfigPath is a kubeconfig file for the same administrator, for kubectl.
 	KubeconfigPath string
 
-	env *envtest.Environment
-	dir string
+	env      *envtest.Environment
+	dir      string
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // StartControlPlane starts kube-apiserver and etcd from assetsDir (the directory holding both
@@ -99,10 +102,14 @@ func StartControlPlane(assetsDir, crdDir string) (*ControlPlane, error) {
 }
 
 // Stop shuts down kube-apiserver and etcd and removes their data and the kubeconfig.
+// It is safe to call more than once and from several goroutines: the first call stops
+// the control plane, the others wait for it and return its error.
 func (cp *ControlPlane) Stop() error {
-	err := cp.env.Stop()
-	if cp.dir != "" {
-		_ = os.RemoveAll(cp.dir)
-	}
-	return err
+	cp.stopOnce.Do(func() {
+		cp.stopErr = cp.env.Stop()
+		if cp.dir != "" {
+			_ = os.RemoveAll(cp.dir)
+		}
+	})
+	return cp.stopErr
 }

@@ -16,10 +16,13 @@ limitations under the License.
 
 // Package cache is deltacache's implementation of controller-runtime's cache.Cache.
 //
-// A Manager uses it through manager.Options.NewCache:
+// A Manager uses it through manager.Options.NewCache (imported as dcache, since
+// controller-runtime's cache package usually sits beside it):
+//
+//	import dcache "github.com/deltacache/deltacache/pkg/cache"
 //
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-//		NewCache: cache.NewWith(cache.WithLabelIndexes("app")),
+//		NewCache: dcache.NewWith(dcache.WithLabelIndexes("app")),
 //	})
 //
 // The cache owns one informer per (GroupVersionKind, shape), where the shape is the Go

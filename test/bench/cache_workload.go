@@ -43,8 +43,14 @@ const (
 	FigGet         = "get_us"
 	FigListLabelNS = "list_label_ns_us"
 	FigListLabel   = "list_label_all_us"
-	FigListNode    = "list_node_us"
-	FigListNS      = "list_namespace_us"
+	// FigListLabelShared is FigListLabel with UnsafeDisableDeepCopy; FigListLabelAlloc
+	// and FigListLabelGC are FigListLabel's bytes allocated (KiB) and collector CPU (µs)
+	// per List: what deep copies cost beyond the copying itself.
+	FigListLabelShared = "list_label_all_shared_us"
+	FigListLabelAlloc  = "list_label_all_alloc_kib"
+	FigListLabelGC     = "list_label_all_gc_us"
+	FigListNode        = "list_node_us"
+	FigListNS          = "list_namespace_us"
 	// FigListRequests and FigWatchListRequests count the LIST requests and the
 	// WATCH requests with sendInitialEvents=true (WatchList) the cache made to sync.
 	FigListRequests      = "list_requests"
@@ -180,26 +186,37 @@ func (w CacheWorkload) measureReads(ctx context.Context, r PodReader, v Values) 
 	ops := []struct {
 		id string
 		op func(i int) error
+		// allocID and gcID, when set, receive the op's bytes allocated and GC CPU.
+		allocID, gcID string
 	}{
-		{FigGet, func(i int) error { k := keys[i%prepared]; return r.Get(ctx, k.ns, k.name) }},
-		{FigListLabelNS, func(i int) error {
+		{id: FigGet, op: func(i int) error { k := keys[i%prepared]; return r.Get(ctx, k.ns, k.name) }},
+		{id: FigListLabelNS, op: func(i int) error {
 			a := apps[i%prepared]
 			_, err := r.ListByLabel(ctx, appNamespaces[a], appNames[a])
 			return err
 		}},
-		{FigListLabel, func(i int) error { _, err := r.ListByLabel(ctx, "", appNames[apps[i%prepared]]); return err }},
-		{FigListNode, func(i int) error { _, err := r.ListByNode(ctx, nodes[apps[i%prepared]%l.Nodes]); return err }},
-		{FigListNS, func(i int) error { _, err := r.ListNamespace(ctx, namespaces[i%l.Namespaces]); return err }},
+		{id: FigListLabel, op: func(i int) error { _, err := r.ListByLabel(ctx, "", appNames[apps[i%prepared]]); return err },
+			allocID: FigListLabelAlloc, gcID: FigListLabelGC},
+		{id: FigListLabelShared, op: func(i int) error {
+			_, err := r.ListByLabelShared(ctx, "", appNames[apps[i%prepared]])
+			return err
+		}},
+		{id: FigListNode, op: func(i int) error { _, err := r.ListByNode(ctx, nodes[apps[i%prepared]%l.Nodes]); return err }},
+		{id: FigListNS, op: func(i int) error { _, err := r.ListNamespace(ctx, namespaces[i%l.Namespaces]); return err }},
 	}
 	for _, o := range ops {
 		// Every figure starts right after a collection, as testing.B does, so that a
 		// collection of the cache's large heap falls on no figure by chance.
 		runtime.GC()
-		ns, err := TimeOp(20, 1_000_000, w.OpTime, o.op)
+		cost, err := MeasureOp(20, 1_000_000, w.OpTime, o.op)
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", w.Contender, o.id, err)
 		}
-		v.add(o.id, ns/1e3)
+		v.add(o.id, cost.NS/1e3)
+		if o.allocID != "" {
+			v.add(o.allocID, cost.AllocBytes/1024)
+			v.add(o.gcID, cost.GCCPUNS/1e3)
+		}
 	}
 	return nil
 }

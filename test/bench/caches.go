@@ -68,6 +68,10 @@ type PodReader interface {
 	// ListByLabel lists the pods with label app=app in namespace ("" = all) and returns
 	// how many it found.
 	ListByLabel(ctx context.Context, namespace, app string) (int, error)
+	// ListByLabelShared is ListByLabel with UnsafeDisableDeepCopy: the list's items are
+	// the cached pods' structs, their maps and slices shared with the cache (client-go's
+	// ByIndex shares them always, so it is ListByLabel there).
+	ListByLabelShared(ctx context.Context, namespace, app string) (int, error)
 	// ListByNode lists the pods with spec.nodeName=node through a field index.
 	ListByNode(ctx context.Context, node string) (int, error)
 	// ListNamespace lists every pod of namespace.
@@ -148,6 +152,13 @@ func (c *crCache) Get(ctx context.Context, namespace, name string) error {
 func (c *crCache) ListByLabel(ctx context.Context, namespace, app string) (int, error) {
 	var pods corev1.PodList
 	err := c.cache.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{appLabel: app})
+	return len(pods.Items), err
+}
+
+func (c *crCache) ListByLabelShared(ctx context.Context, namespace, app string) (int, error) {
+	var pods corev1.PodList
+	err := c.cache.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{appLabel: app},
+		client.UnsafeDisableDeepCopy)
 	return len(pods.Items), err
 }
 
@@ -243,6 +254,10 @@ func (c *clientGoCache) ListByLabel(_ context.Context, namespace, app string) (i
 	}
 	items, err := c.informer.GetIndexer().ByIndex(labelAppIndex, namespace+"/"+app)
 	return len(items), err
+}
+
+func (c *clientGoCache) ListByLabelShared(ctx context.Context, namespace, app string) (int, error) {
+	return c.ListByLabel(ctx, namespace, app)
 }
 
 func (c *clientGoCache) ListByNode(_ context.Context, node string) (int, error) {

@@ -238,7 +238,8 @@ func TestCacheWorkloadReadsEveryContenderOverTheMemoryAPI(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}
-		for _, f := range []string{FigGet, FigListLabelNS, FigListLabel, FigListNode, FigListNS} {
+		for _, f := range []string{FigGet, FigListLabelNS, FigListLabel, FigListLabelAlloc, FigListLabelGC,
+			FigListLabelShared, FigListNode, FigListNS} {
 			if len(v[f]) != 2 {
 				t.Errorf("%s: figure %s has %d values, want 2", c, f, len(v[f]))
 			}

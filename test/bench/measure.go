@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -95,14 +96,44 @@ func PeakRSS() (float64, error) {
 // have passed (and at most maxIters calls), and returns the mean nanoseconds per call.
 // It stops at the first error.
 func TimeOp(minIters, maxIters int, minDuration time.Duration, op func(i int) error) (float64, error) {
+	cost, err := MeasureOp(minIters, maxIters, minDuration, op)
+	return cost.NS, err
+}
+
+// OpCost is the mean cost of one call of an operation.
+type OpCost struct {
+	// NS is the wall-clock nanoseconds per call.
+	NS float64
+	// AllocBytes is the heap bytes allocated per call (runtime/metrics
+	// /gc/heap/allocs:bytes).
+	AllocBytes float64
+	// GCCPUNS is the garbage collector's CPU nanoseconds per call, on every core
+	// (/cpu/classes/gc/total:cpu-seconds): the collections the calls' garbage brings
+	// on, each of which marks the whole live heap, shared out over the calls.
+	GCCPUNS float64
+}
+
+// MeasureOp is TimeOp reporting the bytes allocated and the collector's CPU time too.
+// The process must be otherwise idle for the last two to be the op's.
+func MeasureOp(minIters, maxIters int, minDuration time.Duration, op func(i int) error) (OpCost, error) {
+	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(samples)
+	allocs, gcCPU := samples[0].Value.Uint64(), samples[1].Value.Float64()
 	start := time.Now()
 	n := 0
 	for ; n < maxIters && (n < minIters || time.Since(start) < minDuration); n++ {
 		if err := op(n); err != nil {
-			return 0, err
+			return OpCost{}, err
 		}
 	}
-	return float64(time.Since(start).Nanoseconds()) / float64(n), nil
+	elapsed := time.Since(start)
+	metrics.Read(samples)
+	calls := float64(max(n, 1))
+	return OpCost{
+		NS:         float64(elapsed.Nanoseconds()) / calls,
+		AllocBytes: float64(samples[0].Value.Uint64()-allocs) / calls,
+		GCCPUNS:    (samples[1].Value.Float64() - gcCPU) * 1e9 / calls,
+	}, nil
 }
 
 // pollUntil calls cond every interval until it returns true or ctx ends.

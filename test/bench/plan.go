@@ -109,6 +109,9 @@ func readFigures() []Figure {
 		{FigGet, "Get by key", "µs", false},
 		{FigListLabelNS, "List by label app=<v> in its namespace", "µs", false},
 		{FigListLabel, "List by label app=<v>, all namespaces", "µs", false},
+		{FigListLabelAlloc, "— bytes allocated per List", "KiB", false},
+		{FigListLabelGC, "— garbage collector CPU per List", "µs", false},
+		{FigListLabelShared, "— the same List with UnsafeDisableDeepCopy", "µs", false},
 		{FigListNode, "List by field index spec.nodeName", "µs", false},
 		{FigListNS, "List of a namespace", "µs", false},
 	}
