@@ -238,11 +238,23 @@ func TestCacheWorkloadReadsEveryContenderOverTheMemoryAPI(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}
-		for _, f := range []string{FigGet, FigListLabelNS, FigListLabel, FigListLabelAlloc, FigListLabelGC,
+		for _, f := range []string{FigGet, FigListLabelNS, FigListLabel, FigListLabelAlloc,
 			FigListLabelShared, FigListNode, FigListNS} {
 			if len(v[f]) != 2 {
 				t.Errorf("%s: figure %s has %d values, want 2", c, f, len(v[f]))
 			}
+		}
+		// The collector's share is reported only for repetitions in which one completed.
+		if n := len(v[FigListLabelGC]); n > 2 {
+			t.Errorf("%s: figure %s has %d values, want at most 2", c, FigListLabelGC, n)
+		}
+		for _, x := range v[FigListLabelGC] {
+			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+				t.Errorf("%s: figure %s = %v, want a finite non-negative number", c, FigListLabelGC, x)
+			}
+		}
+		if alloc := v[FigListLabelAlloc]; len(alloc) > 0 && alloc[0] <= 0 {
+			t.Errorf("%s: a List by label allocated %v KiB, want a positive figure", c, alloc[0])
 		}
 		if got := v[FigListRequests][0] + v[FigWatchListRequests][0]; got < 1 {
 			t.Errorf("%s: no list or WatchList request counted", c)

@@ -96,8 +96,20 @@ func PeakRSS() (float64, error) {
 // have passed (and at most maxIters calls), and returns the mean nanoseconds per call.
 // It stops at the first error.
 func TimeOp(minIters, maxIters int, minDuration time.Duration, op func(i int) error) (float64, error) {
-	cost, err := MeasureOp(minIters, maxIters, minDuration, op)
+	cost, err := MeasureOp(Sampling{MinCalls: minIters, MaxCalls: maxIters, MinDuration: minDuration}, op)
 	return cost.NS, err
+}
+
+// Sampling says how many times MeasureOp calls an operation.
+type Sampling struct {
+	// MinCalls and MinDuration must both be reached; MaxCalls stops the calls anyway.
+	MinCalls, MaxCalls int
+	MinDuration        time.Duration
+	// MinGCCycles, when positive, keeps calling past MinDuration until that many
+	// garbage collections have completed or MaxDuration has passed, so that the
+	// collector's share of the cost is measured over whole cycles.
+	MinGCCycles int
+	MaxDuration time.Duration
 }
 
 // OpCost is the mean cost of one call of an operation.
@@ -109,19 +121,38 @@ type OpCost struct {
 	AllocBytes float64
 	// GCCPUNS is the garbage collector's CPU nanoseconds per call, on every core
 	// (/cpu/classes/gc/total:cpu-seconds): the collections the calls' garbage brings
-	// on, each of which marks the whole live heap, shared out over the calls.
+	// on, each of which marks the whole live heap, shared out over the calls. It means
+	// little unless GCCycles is at least 1.
 	GCCPUNS float64
+	// GCCycles is the number of collections completed while the calls ran.
+	GCCycles uint64
 }
 
-// MeasureOp is TimeOp reporting the bytes allocated and the collector's CPU time too.
-// The process must be otherwise idle for the last two to be the op's.
-func MeasureOp(minIters, maxIters int, minDuration time.Duration, op func(i int) error) (OpCost, error) {
-	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+// MeasureOp calls op(i) for i = 0, 1, ... as s says and returns the mean cost of a
+// call. It stops at the first error. The process must be otherwise idle for the
+// allocation and collector figures to be the op's.
+func MeasureOp(s Sampling, op func(i int) error) (OpCost, error) {
+	samples := []metrics.Sample{
+		{Name: "/gc/heap/allocs:bytes"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/gc/cycles/total:gc-cycles"},
+	}
 	metrics.Read(samples)
-	allocs, gcCPU := samples[0].Value.Uint64(), samples[1].Value.Float64()
+	allocs, gcCPU, cycles := samples[0].Value.Uint64(), samples[1].Value.Float64(), samples[2].Value.Uint64()
+	more := func(n int, elapsed time.Duration) bool {
+		if n >= s.MaxCalls {
+			return false
+		}
+		if n < s.MinCalls || elapsed < s.MinDuration {
+			return true
+		}
+		if s.MinGCCycles <= 0 || elapsed >= s.MaxDuration {
+			return false
+		}
+		metrics.Read(samples[2:])
+		return samples[2].Value.Uint64()-cycles < uint64(s.MinGCCycles)
+	}
 	start := time.Now()
 	n := 0
-	for ; n < maxIters && (n < minIters || time.Since(start) < minDuration); n++ {
+	for ; more(n, time.Since(start)); n++ {
 		if err := op(n); err != nil {
 			return OpCost{}, err
 		}
@@ -133,6 +164,7 @@ func MeasureOp(minIters, maxIters int, minDuration time.Duration, op func(i int)
 		NS:         float64(elapsed.Nanoseconds()) / calls,
 		AllocBytes: float64(samples[0].Value.Uint64()-allocs) / calls,
 		GCCPUNS:    (samples[1].Value.Float64() - gcCPU) * 1e9 / calls,
+		GCCycles:   samples[2].Value.Uint64() - cycles,
 	}, nil
 }
 

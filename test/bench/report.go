@@ -197,14 +197,19 @@ func (rep Report) labelListBound() string {
 	if !ok || list <= 0 || alloc <= 0 || shared <= 0 {
 		return ""
 	}
+	gcCost := "and the garbage collector's work for them (every collection marks the whole cached heap, and " +
+		"each List brings the next one nearer)"
+	if gc > 0 {
+		gcCost = fmt.Sprintf("and the garbage collector's work for them (%s µs of CPU per List: every collection "+
+			"marks the whole cached heap, and each List brings the next one nearer)", formatNumber(gc))
+	}
 	return fmt.Sprintf("What bounds a label List's speed-up (all namespaces): controller-runtime's takes %s µs, "+
 		"deltacache's %s µs, of which the index lookup is a few µs; the rest is the deep copies of the ~100 pods it "+
-		"returns (%s KiB allocated per List, as controller-runtime allocates for the same pods) and the garbage "+
-		"collector's work for them (%s µs of CPU per List: every collection marks the whole cached heap, and "+
-		"each List brings the next one nearer). Even with `UnsafeDisableDeepCopy`, filling the PodList's Items "+
+		"returns (%s KiB allocated per List, as controller-runtime allocates for the same pods) %s. "+
+		"Even with `UnsafeDisableDeepCopy`, filling the PodList's Items "+
 		"(one struct copy per pod) takes %s µs: a List that fills a PodList is bounded near %s× faster than "+
 		"controller-runtime's here, and near %s× with deep copies (the default of both).",
-		formatNumber(theirs), formatNumber(list), formatNumber(alloc), formatNumber(gc), formatNumber(shared),
+		formatNumber(theirs), formatNumber(list), formatNumber(alloc), gcCost, formatNumber(shared),
 		formatNumber(theirs/shared), formatNumber(theirs/list))
 }
 
