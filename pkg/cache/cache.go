@@ -286,7 +286,8 @@ func (c *Cache) NeedLeaderElection() bool {
 
 // getEntry returns the informer entry of key, creating it (unless failOnMissing, which
 // returns ErrResourceNotCached instead) and, when block and the cache has started,
-// waiting for it to sync. started reports whether the cache has started; callers that
+// waiting for every scope of it to sync (reads pass block false and wait, with
+// waitForScopes, for the scopes they read). started reports whether the cache has started; callers that
 // read return ErrCacheNotStarted when it is false, after the entry was created (as in
 // controller-runtime, so that Start runs it).
 func (c *Cache) getEntry(
@@ -308,7 +309,7 @@ func (c *Cache) getEntry(
 		}
 	}
 	if block && started {
-		if err := waitForSync(ctx, e, obj, c.settings.WaitThroughSyncErrors); err != nil {
+		if err := waitForScopes(ctx, e.key, e.scopes, obj, c.settings.WaitThroughSyncErrors); err != nil {
 			return nil, started, err
 		}
 	}

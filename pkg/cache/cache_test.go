@@ -157,7 +157,14 @@ func TestDefaultWatchErrorHandlerSeesListErrors(t *testing.T) {
 	api.setListError(apierrors.NewServiceUnavailable("down for maintenance"))
 	errs := make(chan error, 100)
 	c := newTestCache(t, api, crcache.Options{
-		DefaultWatchErrorHandler: func(_ context.Context, _ *toolscache.Reflector, err error) {
+		DefaultWatchErrorHandler: func(ctx context.Context, r *toolscache.Reflector, err error) {
+			// Operators wrap client-go's handler, which reads the Reflector's name and
+			// type: a nil Reflector would crash the informer's goroutine here.
+			if r == nil || r.Name() == "" || r.TypeDescription() != "*v1.ConfigMap" {
+				t.Errorf("handler got Reflector %v, want one named after the ConfigMap informer", r)
+			} else {
+				toolscache.DefaultWatchErrorHandler(ctx, r, apierrors.NewResourceExpired("logged at V(4)"))
+			}
 			select {
 			case errs <- err:
 			default:

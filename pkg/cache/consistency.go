@@ -127,7 +127,7 @@ func (c *Cache) storeOf(ctx context.Context, obj client.Object) (*scopedInformer
 	if err != nil {
 		return nil, "", err
 	}
-	e, started, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj, c.readerFailOnMissingInformer, true)
+	e, started, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj, c.readerFailOnMissingInformer, false)
 	if err != nil {
 		return nil, "", err
 	}
@@ -140,6 +140,9 @@ func (c *Cache) storeOf(ctx context.Context, obj client.Object) (*scopedInformer
 	}
 	s, err := e.scopeForNamespace(namespace)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := waitForScopes(ctx, e.key, []*scopedInformer{s}, obj, c.settings.WaitThroughSyncErrors); err != nil {
 		return nil, "", err
 	}
 	if namespace == "" {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -120,6 +121,8 @@ type scopedInformer struct {
 	// returned, or when it was removed or the cache stopped before it could start.
 	stopped   chan struct{}
 	closeOnce sync.Once
+	// removed is set by RemoveInformer before it stops the informer.
+	removed atomic.Bool
 }
 
 func (s *scopedInformer) markStopped() {
@@ -243,6 +246,7 @@ func (m *informerMap) remove(key entryKey) bool {
 	}
 	delete(m.entries, key)
 	for _, s := range e.scopes {
+		s.removed.Store(true)
 		if s.cancel != nil {
 			s.cancel()
 		} else {
@@ -292,7 +296,8 @@ func (m *informerMap) gvks() []schema.GroupVersionKind {
 // syncErrorPollInterval is how often a blocking read checks the informer's LastError.
 const syncErrorPollInterval = 50 * time.Millisecond
 
-// waitForSync blocks until every scoped informer of e has synced. It returns
+// waitForScopes blocks until every one of scopes (informers of the entry key) has
+// synced. It returns
 //   - a Timeout error (apierrors.IsTimeout) when ctx ends first, carrying the informer's
 //     last list/watch error if it has one;
 //   - the informer's last error, wrapped, as soon as it is one retrying cannot fix
@@ -302,9 +307,15 @@ const syncErrorPollInterval = 50 * time.Millisecond
 //   - an error when the informer stops (removed, or the cache stopped) before syncing.
 //
 // obj only names the Go type in the Timeout error, as controller-runtime does.
-func waitForSync(ctx context.Context, e *entry, obj runtime.Object, waitThroughErrors bool) error {
-	for _, s := range e.scopes {
-		if err := s.waitForSync(ctx, e.key, obj, waitThroughErrors); err != nil {
+//
+// A read waits only for the scopes it reads, so that with several namespaces one that
+// cannot be listed (say, for lack of RBAC there) does not fail reads of the others, as
+// controller-runtime's multi-namespace cache keeps them apart.
+func waitForScopes(
+	ctx context.Context, key entryKey, scopes []*scopedInformer, obj runtime.Object, waitThroughErrors bool,
+) error {
+	for _, s := range scopes {
+		if err := s.waitForSync(ctx, key, obj, waitThroughErrors); err != nil {
 			return err
 		}
 	}

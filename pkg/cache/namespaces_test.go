@@ -18,6 +18,8 @@ limitations under the License.
 package cache
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -25,10 +27,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deltacache/deltacache/pkg/informer"
 )
 
 func namespacesFixture(t *testing.T, opts crcache.Options, options ...Option) (*Cache, *fakeAPI) {
@@ -178,5 +187,47 @@ func TestMultiNamespaceInformerFansHandlersOutToEveryNamespace(t *testing.T) {
 	}
 	if !strings.Contains(inf.HasSyncedChecker().Name(), `"a"`) {
 		t.Errorf("checker name %q does not name the namespaces", inf.HasSyncedChecker().Name())
+	}
+}
+
+// With several namespaces, a read waits only for the informers of the namespaces it
+// reads (controller-runtime keeps one cache per namespace): a namespace the operator
+// cannot list does not fail reads of the others, and a List across namespaces reports it.
+func TestReadsOfOneNamespaceDoNotWaitForAnotherThatCannotSync(t *testing.T) {
+	api := newFakeAPI(t, configMap("ns1", "a", nil), configMap("ns2", "b", nil))
+	c := newTestCache(t, api, crcache.Options{DefaultNamespaces: map[string]crcache.Config{"ns1": {}, "ns2": {}}})
+	inner := c.listWatcher
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "",
+		errors.New("no RoleBinding in ns2"))
+	c.listWatcher = func(key entryKey, m *apimeta.RESTMapping, namespaced bool,
+		opts informer.ListWatchOptions) (toolscache.ListerWatcher, error) {
+		if opts.Namespace != "ns2" {
+			return inner(key, m, namespaced, opts)
+		}
+		return &toolscache.ListWatch{
+			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+				return nil, forbidden
+			},
+			WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+				return nil, forbidden
+			},
+		}, nil
+	}
+	startCache(t, c)
+	ctx := testCtx(t)
+
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns1", Name: "a"}, &cm); err != nil || cm.Name != "a" {
+		t.Errorf("Get ns1/a = %q, %v; want it from the readable namespace", cm.Name, err)
+	}
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace("ns1")); err != nil || len(list.Items) != 1 {
+		t.Errorf("List in ns1 = %d items, %v; want 1 from the readable namespace", len(list.Items), err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns2", Name: "b"}, &cm); !apierrors.IsForbidden(err) {
+		t.Errorf("Get ns2/b: %v, want the Forbidden list error", err)
+	}
+	if err := c.List(ctx, &list); !apierrors.IsForbidden(err) {
+		t.Errorf("List across namespaces: %v, want the Forbidden list error of ns2", err)
 	}
 }

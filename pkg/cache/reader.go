@@ -43,7 +43,9 @@ var errContinueNotSupported = errors.New("continue list option is not supported 
 // Get copies the object named key, of out's GVK and Go type, from the cache into out.
 //
 // The informer is created if needed (see GetInformer); before Start, Get returns
-// *cache.ErrCacheNotStarted, after Start it first waits for a new informer to sync.
+// *cache.ErrCacheNotStarted, after Start it first waits for a new informer to sync —
+// with several namespaces configured, only for the informer of key's namespace, so a
+// namespace that cannot be listed does not fail reads of the others.
 // With Options.ReaderFailOnMissingInformer, a kind without an informer returns
 // *cache.ErrResourceNotCached. A missing object returns a NotFound error whose resource
 // is the kind (as controller-runtime's). out receives a deep copy with its GVK set,
@@ -58,7 +60,7 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if err != nil {
 		return err
 	}
-	e, started, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(out)}, out, c.readerFailOnMissingInformer, true)
+	e, started, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(out)}, out, c.readerFailOnMissingInformer, false)
 	if err != nil {
 		return err
 	}
@@ -75,6 +77,9 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	s, err := e.scopeForNamespace(key.Namespace)
 	if err != nil {
 		return fmt.Errorf("unable to get: %v because of unknown namespace for the cache", key)
+	}
+	if err := waitForScopes(ctx, e.key, []*scopedInformer{s}, out, c.settings.WaitThroughSyncErrors); err != nil {
+		return err
 	}
 	storeKey := key.Name
 	if key.Namespace != "" {
@@ -113,7 +118,8 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 // opts.
 //
 // The informer is created and waited for as in Get (ErrCacheNotStarted before Start,
-// ErrResourceNotCached with ReaderFailOnMissingInformer). The element kind is the
+// ErrResourceNotCached with ReaderFailOnMissingInformer; with several namespaces, the
+// informers of the namespaces listed). The element kind is the
 // list's kind without "List"; an *unstructured.UnstructuredList lists
 // *unstructured.Unstructured, a *metav1.PartialObjectMetadataList lists
 // *metav1.PartialObjectMetadata. Candidates come from, in order of preference:
@@ -137,7 +143,7 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 		return err
 	}
 	key := entryKey{gvk: gvk, shape: shapeOf(example)}
-	e, started, err := c.getEntry(ctx, key, example, c.readerFailOnMissingInformer, true)
+	e, started, err := c.getEntry(ctx, key, example, c.readerFailOnMissingInformer, false)
 	if err != nil {
 		return err
 	}
@@ -153,6 +159,9 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 
 	scopes, err := e.scopesForList(listOpts.Namespace)
 	if err != nil {
+		return err
+	}
+	if err := waitForScopes(ctx, key, scopes, example, c.settings.WaitThroughSyncErrors); err != nil {
 		return err
 	}
 	plan, err := c.planList(e, scopes, &listOpts)

@@ -69,11 +69,13 @@ func (c *Cache) SyncErrors() map[schema.GroupVersionKind]error {
 
 // WaitForCacheSync waits until Start was called, then until every informer that
 // exists now has synced (informers removed meanwhile are not waited for), and returns
-// true. It returns false when ctx ends first, and — unless waitThroughErrors — as
-// soon as every informer that has not synced yet reports an error that retrying will
-// not fix (isPermanentSyncError: Forbidden, Unauthorized, a resource that is not
-// served, ...), logging those errors once. Informers that wait on transient errors
-// (timeouts, 5xx, 429) are waited for until ctx ends.
+// true. It returns false when ctx ends first; when an informer stopped without having
+// synced because the cache stopped (it never will: controller-runtime would wait for
+// ctx, then return false); and — unless waitThroughErrors — as soon as every informer
+// that has not synced yet reports an error that retrying will not fix
+// (isPermanentSyncError: Forbidden, Unauthorized, a resource that is not served, ...),
+// logging those errors once. Informers that wait on transient errors (timeouts, 5xx,
+// 429) are waited for until ctx ends.
 func (m *informerMap) WaitForCacheSync(ctx context.Context, waitThroughErrors bool) bool {
 	select {
 	case <-m.startWait:
@@ -84,9 +86,12 @@ func (m *informerMap) WaitForCacheSync(ctx context.Context, waitThroughErrors bo
 	ticker := time.NewTicker(syncErrorPollInterval)
 	defer ticker.Stop()
 	for {
-		pending = slices.DeleteFunc(pending, (*scopedInformer).syncedOrStopped)
+		pending = slices.DeleteFunc(pending, (*scopedInformer).syncedOrRemoved)
 		if len(pending) == 0 {
 			return true
+		}
+		if slices.ContainsFunc(pending, (*scopedInformer).isStopped) {
+			return false
 		}
 		if !waitThroughErrors {
 			if errs := permanentErrors(pending); errs != nil {
@@ -105,11 +110,13 @@ func (m *informerMap) WaitForCacheSync(ctx context.Context, waitThroughErrors bo
 	}
 }
 
-// syncedOrStopped reports whether s has synced or will never run (again).
-func (s *scopedInformer) syncedOrStopped() bool {
-	if s.informer.HasSynced() {
-		return true
-	}
+// syncedOrRemoved reports whether s has synced or was removed with RemoveInformer.
+func (s *scopedInformer) syncedOrRemoved() bool {
+	return s.informer.HasSynced() || s.removed.Load()
+}
+
+// isStopped reports whether s will never run (again).
+func (s *scopedInformer) isStopped() bool {
 	select {
 	case <-s.stopped:
 		return true

@@ -246,3 +246,41 @@ func TestForbiddenListIsLoggedOncePerBackoffStepNotPerRead(t *testing.T) {
 		}
 	}
 }
+
+// An informer that stopped without syncing because the cache stopped never will, so
+// WaitForCacheSync is false (controller-runtime's waits for its context, then is false),
+// while a removed informer is not waited for.
+func TestWaitForCacheSyncIsFalseOnceTheCacheStoppedBeforeAnInformerSynced(t *testing.T) {
+	api := newFakeAPI(t, configMap("ns1", "a", nil))
+	api.setListError(apierrors.NewInternalError(errors.New("transient")))
+	c := newTestCache(t, api, crcache.Options{})
+	if _, err := c.GetInformer(testCtx(t), &corev1.ConfigMap{}, crcache.BlockUntilSynced(false)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	waitUntil(t, "the ConfigMap informer's list error", func() bool {
+		return c.SyncError(corev1.SchemeGroupVersion.WithKind("ConfigMap")) != nil
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, waitCancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer waitCancel()
+	start := time.Now()
+	if c.WaitForCacheSync(waitCtx) {
+		t.Error("WaitForCacheSync is true although the ConfigMap informer never synced")
+	}
+	if waited := time.Since(start); waited > 2*time.Second {
+		t.Errorf("WaitForCacheSync took %v to give up on a stopped cache, want no wait for its context", waited)
+	}
+
+	if err := c.RemoveInformer(testCtx(t), &corev1.ConfigMap{}); err != nil {
+		t.Fatal(err)
+	}
+	if !c.WaitForCacheSync(waitCtx) {
+		t.Error("WaitForCacheSync is false with the only unsynced informer removed")
+	}
+}

@@ -275,19 +275,22 @@ func (f *DeltaFIFO) finishReplaceLocked(resourceVersion string) {
 }
 
 // Resync queues a Sync delta with the stored object for every known key that
-// is neither queued nor being processed (a queued key is delivered anyway,
-// and a stored copy would be older than what is queued).
+// is not queued (a queued key is delivered anyway, and a stored copy would be
+// older than what is queued). Like Replace, it first waits until no key is
+// being processed, so every key of a batch in flight gets its Sync too, with
+// the object that batch stored (as client-go's, whose Pop holds the queue lock
+// while processing). It must not be called from the process function.
 func (f *DeltaFIFO) Resync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for f.processing {
+		f.cond.Wait()
+	}
 	if f.known == nil {
 		return nil
 	}
 	for _, key := range f.known.ListKeys() {
 		if _, queued := f.items[key]; queued {
-			continue
-		}
-		if f.inFlightLocked(key) {
 			continue
 		}
 		obj, exists, err := f.known.GetByKey(key)

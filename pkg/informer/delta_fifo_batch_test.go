@@ -246,7 +246,7 @@ func TestPopBatchReplaceWaitsForInFlightBatch(t *testing.T) {
 // TestPopBatchResyncSkipsInFlightKeys is TestResyncEmitsSyncForKnownKeysNotQueued
 // with keys in flight: as for Pop's single key, an in-flight key gets no
 // Sync delta (the store is being changed for it), a queued key neither.
-func TestPopBatchResyncSkipsInFlightKeys(t *testing.T) {
+func TestPopBatchResyncWaitsForInFlightKeysAndSyncsThemToo(t *testing.T) {
 	known := newTestIndexer()
 	for _, n := range []string{"a", "b", "c", "d"} {
 		must(t, known.Add(pod("a", n, "1")))
@@ -257,11 +257,27 @@ func TestPopBatchResyncSkipsInFlightKeys(t *testing.T) {
 	must(t, f.Update(pod("a", "c", "4")))
 	b := startBatch(t, f, 2, known)
 	equalStrings(t, "in flight", b.batch, []string{"a/a=Updated:a/a@2", "a/b=Updated:a/b@3"})
-	must(t, f.Resync())
+	resynced := make(chan error, 1)
+	go func() { resynced <- f.Resync() }()
+	select {
+	case err := <-resynced:
+		t.Fatalf("Resync returned (%v) while a batch was in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
 	b.finish(t)
+	select {
+	case err := <-resynced:
+		must(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Resync did not return after the batch")
+	}
 	order, got := popAll(t, f)
-	equalStrings(t, "order", order, []string{"a/c", "a/d"})
+	if len(order) != 4 || order[0] != "a/c" {
+		t.Fatalf("pop order %v, want a/c (queued first), then the three resynced keys", order)
+	}
 	equalStrings(t, "c (queued)", got["a/c"], []string{"Updated:a/c@4"})
+	equalStrings(t, "a (stored by the batch)", got["a/a"], []string{"Sync:a/a@2"})
+	equalStrings(t, "b (stored by the batch)", got["a/b"], []string{"Sync:a/b@3"})
 	equalStrings(t, "d (stored, idle)", got["a/d"], []string{"Sync:a/d@1"})
 	equalStrings(t, "store", describeAll(known.List()), []string{"a/a@2", "a/b@3", "a/c@1", "a/d@1"})
 }

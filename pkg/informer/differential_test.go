@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,8 +127,9 @@ func startDiffPair(t *testing.T, f *informertest.Fake,
 	}{{p.ours, p.oursH, oursHandler}, {p.reference, p.referencH, referenceHandler}} {
 		reg, err := h.inf.AddEventHandler(h.main)
 		must(t, err)
+		var moreReg toolscache.ResourceEventHandlerRegistration
 		if h.more != nil {
-			_, err = h.inf.AddEventHandler(h.more)
+			moreReg, err = h.inf.AddEventHandler(h.more)
 			must(t, err)
 		}
 		stop := make(chan struct{})
@@ -138,6 +140,11 @@ func startDiffPair(t *testing.T, f *informertest.Fake,
 			<-done
 		})
 		waitSynced(t, reg.HasSyncedChecker())
+		if moreReg != nil {
+			// Until it has its initial adds, a later update could coalesce
+			// into them in our queue.
+			waitSynced(t, moreReg.HasSyncedChecker())
+		}
 	}
 	return p
 }
@@ -247,6 +254,12 @@ func TestDifferentialBurstIsCoalescedOnlyByUs(t *testing.T) {
 		}
 	}
 	p := startDiffPair(t, f, blockedOurs, blockedRef)
+	// Both informers' Run wait for their handlers' calls: if the test fails
+	// before opening the gates, this cleanup (run before the informers' own)
+	// opens them.
+	var openGates sync.Once
+	open := func() { openGates.Do(func() { close(gateOurs); close(gateRef) }) }
+	t.Cleanup(open)
 	// The first update reaches both blocked handlers, which block in it.
 	f.Update(pod("a", "p0", ""))
 	for name, h := range map[string]*diffHandler{oursName: blockedOurs, clientGoName: blockedRef} {
@@ -257,8 +270,7 @@ func TestDifferentialBurstIsCoalescedOnlyByUs(t *testing.T) {
 		f.Update(pod("a", "p0", ""))
 	}
 	p.quiesce(t, "burst applied")
-	close(gateOurs)
-	close(gateRef)
+	open()
 	final := rvOf(f.Objects()[0])
 	for name, h := range map[string]*diffHandler{oursName: blockedOurs, clientGoName: blockedRef} {
 		eventually(t, 20*time.Second, name+" blocked handler at the final state", func() bool {

@@ -284,6 +284,13 @@ func (r *HandlerRegistration) stop() {
 	}
 }
 
+// isStopped reports whether stop was called.
+func (r *HandlerRegistration) isStopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
+}
+
 func (r *HandlerRegistration) run() {
 	defer close(r.exited)
 	var done *pendingKey
@@ -292,7 +299,12 @@ func (r *HandlerRegistration) run() {
 		if !ok {
 			return
 		}
-		for _, n := range pk.notes {
+		for i, n := range pk.notes {
+			// A key can carry several notifications (a Delete, then the Add of
+			// its re-creation); none is delivered once the handler is removed.
+			if i > 0 && r.isStopped() {
+				break
+			}
 			r.deliver(key, n)
 		}
 		done = pk

@@ -36,8 +36,9 @@ type Options struct {
 	// Transform is applied exactly once to every object received (listed or
 	// watched), before it enters the store; never to tombstones or resyncs.
 	Transform toolscache.TransformFunc
-	// WatchErrorHandler is called (with a nil *toolscache.Reflector) for every
-	// list/watch error; the error is a *ListWatchError.
+	// WatchErrorHandler is called for every list/watch error, with a stand-in
+	// *toolscache.Reflector carrying the informer's name and type (see
+	// ReflectorOptions.WatchErrorHandler); the error is a *ListWatchError.
 	WatchErrorHandler toolscache.WatchErrorHandlerWithContext
 	// Logger; zero value: logr.FromContextOrDiscard(ctx) of RunWithContext.
 	Logger logr.Logger
@@ -262,7 +263,7 @@ func (s *SharedIndexInformer) SetTransform(handler toolscache.TransformFunc) err
 }
 
 // SetWatchErrorHandler sets the handler for list/watch errors (it receives a
-// nil *toolscache.Reflector); an error after start.
+// stand-in *toolscache.Reflector named after the informer); an error after start.
 func (s *SharedIndexInformer) SetWatchErrorHandler(handler toolscache.WatchErrorHandler) error {
 	return s.SetWatchErrorHandlerWithContext(func(_ context.Context, r *toolscache.Reflector, err error) {
 		handler(r, err)
@@ -292,7 +293,9 @@ func (s *SharedIndexInformer) Run(stopCh <-chan struct{}) {
 }
 
 // RunWithContext lists, watches and delivers until ctx ends, then stops the
-// handlers. It may run only once; later calls return at once.
+// handlers (their pending notifications are dropped) and returns once no
+// handler call is running, as client-go's does: a handler that never returns
+// keeps it from returning. It may run only once; later calls return at once.
 func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	s.mu.Lock()
 	if s.started {
@@ -366,6 +369,11 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	s.deliverMu.Unlock()
 	for _, h := range handlers {
 		h.stop()
+	}
+	// As client-go's, Run returns once no handler call is running (a handler
+	// that never returns keeps it from returning).
+	for _, h := range handlers {
+		<-h.Stopped()
 	}
 }
 

@@ -63,8 +63,11 @@ type ReflectorOptions struct {
 	// last RV. 0 = only abandon a watch that outlives its own server-side
 	// timeout by a minute (a dead connection).
 	WatchStallTimeout time.Duration
-	// WatchErrorHandler is called for every list/watch error, with a nil
-	// *toolscache.Reflector. The error is a *ListWatchError.
+	// WatchErrorHandler is called for every list/watch error. Its
+	// *toolscache.Reflector is a stand-in that is never run: its Name and
+	// TypeDescription are this Reflector's, so handlers written for client-go
+	// (toolscache.DefaultWatchErrorHandler, or one that wraps it) log them as
+	// usual. The error is a *ListWatchError wrapping the original.
 	WatchErrorHandler toolscache.WatchErrorHandlerWithContext
 	// Logger; zero value = logr.FromContextOrDiscard of Run's context.
 	Logger *logr.Logger
@@ -146,6 +149,9 @@ type Reflector struct {
 	lastErr   error
 	lastList  ListStats
 	listCount int
+
+	// handlerView is what the WatchErrorHandler receives as its *toolscache.Reflector.
+	handlerView func() *toolscache.Reflector
 }
 
 // NewReflector returns a Reflector that feeds store from lw. expectedType is
@@ -174,6 +180,11 @@ func NewReflector(
 		r.name = objectTypeName(expectedType)
 	}
 	r.backoff = newBackoffState(opts.Backoff, r.clock, nil)
+	r.handlerView = sync.OnceValue(func() *toolscache.Reflector {
+		return toolscache.NewReflectorWithOptions(nil, expectedType, nil, toolscache.ReflectorOptions{
+			Name: r.name, TypeDescription: objectTypeName(expectedType), Clock: r.clock,
+		})
+	})
 	return r
 }
 
@@ -583,7 +594,7 @@ func (r *Reflector) report(ctx context.Context, err *ListWatchError) *ListWatchE
 func (r *Reflector) notify(ctx context.Context, err *ListWatchError) *ListWatchError {
 	r.opts.metrics.listWatchError(err)
 	if h := r.opts.WatchErrorHandler; h != nil {
-		h(ctx, nil, err)
+		h(ctx, r.handlerView(), err)
 	}
 	return err
 }

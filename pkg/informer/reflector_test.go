@@ -62,9 +62,16 @@ func runReflector(t *testing.T, lw toolscache.ListerWatcherWithContext, opts Ref
 		opts.Backoff = fastBackoff
 	}
 	run := &reflectorRun{store: &recStore{}, errs: make(chan error, 100), done: make(chan struct{})}
-	opts.WatchErrorHandler = func(_ context.Context, r *toolscache.Reflector, err error) {
-		if r != nil {
-			t.Errorf("WatchErrorHandler got a non-nil Reflector")
+	opts.WatchErrorHandler = func(ctx context.Context, r *toolscache.Reflector, err error) {
+		// client-go's handlers read the Reflector's name and type, so it must be there.
+		if r == nil {
+			t.Errorf("WatchErrorHandler got a nil Reflector")
+		} else if r.Name() != run.r.Name() || r.TypeDescription() != "*v1.Pod" {
+			t.Errorf("WatchErrorHandler got Reflector %q of %q, want %q of *v1.Pod",
+				r.Name(), r.TypeDescription(), run.r.Name())
+		} else {
+			// The handler most operators wrap; an expired error is logged at V(4).
+			toolscache.DefaultWatchErrorHandler(ctx, r, apierrors.NewResourceExpired("test"))
 		}
 		select {
 		case run.errs <- err:
