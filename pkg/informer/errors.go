@@ -135,8 +135,13 @@ func rewatchable(err error) bool {
 	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
 }
 
-func isContextError(ctx context.Context, err error) bool {
-	return ctx.Err() != nil || errors.Is(err, context.Canceled)
+// isContextError reports whether err ended a list or watch because ctx ended,
+// which is no failure. While ctx is alive every error is one, even a
+// context.Canceled that a ListerWatcher returns from a context of its own:
+// treating that as a stop would make Run relist at once, without backoff,
+// for as long as the ListerWatcher keeps returning it.
+func isContextError(ctx context.Context, _ error) bool {
+	return ctx.Err() != nil
 }
 
 // parseRV parses a resourceVersion as an unsigned integer (etcd's revision).

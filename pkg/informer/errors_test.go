@@ -56,8 +56,13 @@ func TestErrorClassification(t *testing.T) {
 	if !rewatchable(refused) || rewatchable(informertest.ErrInternal()) {
 		t.Fatal("rewatchable misclassifies")
 	}
-	if !isContextError(context.Background(), context.Canceled) {
-		t.Fatal("context.Canceled not a context error")
+	if isContextError(context.Background(), fmt.Errorf("list: %w", context.Canceled)) {
+		t.Fatal("a Canceled error with the informer's context alive counts as a stop")
+	}
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	if !isContextError(stopped, fmt.Errorf("list: %w", context.Canceled)) {
+		t.Fatal("an error after the informer's context ended does not count as a stop")
 	}
 }
 

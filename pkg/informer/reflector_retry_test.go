@@ -1,14 +1,22 @@
 package informer
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
@@ -92,5 +100,37 @@ func TestWatchTimeoutsAreRandomInFiveToTenMinutes(t *testing.T) {
 	}
 	if len(seen) < 20 {
 		t.Fatalf("only %d distinct timeouts in 200 draws", len(seen))
+	}
+}
+
+// A ListerWatcher that fails with a context.Canceled of its own, while the
+// Reflector's context is alive, is backed off from like any failure, not
+// taken for a stop and relisted at once in a tight loop.
+func TestCanceledErrorsOfTheListerWatcherAreBackedOffFrom(t *testing.T) {
+	var lists atomic.Int64
+	canceled := fmt.Errorf("request aborted: %w", context.Canceled)
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			lists.Add(1)
+			return nil, canceled
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			return nil, canceled
+		},
+	}
+	run := runReflector(t, lw, ReflectorOptions{
+		Backoff: Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond, Jitter: -1},
+	})
+	if err := run.nextErr(t); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first error %v, want the ListerWatcher's Canceled", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	run.stop(t)
+	// 500ms at one attempt per 100ms: about 5 lists; a tight loop makes thousands.
+	if n := lists.Load(); n < 2 || n > 12 {
+		t.Errorf("%d lists in 500ms with a 100ms backoff, want about 5", n)
+	}
+	if !errors.Is(run.r.LastError(), context.Canceled) {
+		t.Errorf("LastError = %v, want the Canceled list error", run.r.LastError())
 	}
 }
