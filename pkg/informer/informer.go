@@ -66,10 +66,11 @@ type Options struct {
 	// IsWatchListSemanticsUnSupported() == true — our adapters do when
 	// bookmarks are disabled. A failed stream falls back to LIST for that
 	// attempt; a server that refuses WatchList or does not end the initial
-	// events within WatchListTimeout gets LIST from then on.
+	// events in time (see WatchListTimeout) gets LIST from then on.
 	DisableWatchList bool
-	// WatchListTimeout bounds the wait for the initial-events-end bookmark
-	// of a WatchList stream; 0 = DefaultWatchListTimeout (one minute).
+	// WatchListTimeout bounds the silence between the events of a WatchList
+	// stream before its initial-events-end bookmark, and four of them the
+	// whole stream; 0 = DefaultWatchListTimeout (one minute).
 	WatchListTimeout time.Duration
 
 	// MetricLabels label the informer's series in Metrics. Zero value: group,

@@ -38,8 +38,9 @@ const DefaultPageSize = 500
 // each watch asks the server to end it after [min, 2×min].
 const DefaultMinWatchTimeout = 5 * time.Minute
 
-// DefaultWatchListTimeout bounds the wait for the initial-events-end bookmark
-// of a WatchList stream before falling back to LIST (client-go waits without
+// DefaultWatchListTimeout bounds the silence between the events of a
+// WatchList stream before its initial-events-end bookmark (and, times four,
+// the whole stream) before falling back to LIST (client-go waits without
 // bound and only warns every 10 seconds).
 const DefaultWatchListTimeout = time.Minute
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,9 +14,10 @@ import (
 	"k8s.io/client-go/util/watchlist"
 )
 
-// ReasonWatchListTimeout: a WatchList stream did not end its initial events
-// within the WatchListTimeout (e.g. a server or ListerWatcher that ignores
-// sendInitialEvents); the Reflector fell back to LIST.
+// ReasonWatchListTimeout: a WatchList stream fell silent for the
+// WatchListTimeout, or did not end its initial events within four of them
+// (e.g. a server or ListerWatcher that ignores sendInitialEvents); the
+// Reflector fell back to LIST.
 const ReasonWatchListTimeout = "WatchListTimeout"
 
 // errInitialEventsIncomplete: the stream closed before the initial-events-end
@@ -32,13 +34,16 @@ func (r *Reflector) useWatchList() bool {
 		!watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
 }
 
+// watchListOverallFactor bounds a whole WatchList stream, in WatchListTimeouts.
+const watchListOverallFactor = 4
+
 // watchListRefused reports whether a failed WatchList attempt means the
 // server (or the ListerWatcher) will not stream lists at all, so the
 // Reflector uses LIST from then on instead of paying for the attempt at every
 // relist: the request was rejected as invalid (a server whose WatchList
 // feature gate is off answers 422 "sendInitialEvents is forbidden"), or the
-// initial-events-end bookmark did not come within the WatchListTimeout (a
-// server that ignores sendInitialEvents, or bookmarks dropped on the way).
+// initial-events-end bookmark did not come in time (see ReasonWatchListTimeout:
+// a server that ignores sendInitialEvents, or bookmarks dropped on the way).
 // Other failures (403, 404, transport, 5xx, a stream closed early) make that
 // one attempt fall back to LIST; the next relist streams again (client-go).
 func watchListRefused(err *ListWatchError) bool {
@@ -53,8 +58,9 @@ func watchListRefused(err *ListWatchError) bool {
 // Replaced into the store at the bookmark's RV, as a LIST would be; the open
 // stream and its server-side timeout (seconds) are returned to continue as
 // the watch. Errors: the stream's error, errInitialEventsIncomplete, or a
-// ReasonWatchListTimeout ListWatchError when the end bookmark does not come
-// within WatchListTimeout (never an endless wait).
+// ReasonWatchListTimeout ListWatchError when the stream is silent for
+// WatchListTimeout, or its end bookmark does not come within
+// watchListOverallFactor×WatchListTimeout (never an endless wait).
 func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, error) {
 	start := r.clock.Now()
 	timeoutSeconds := r.watchTimeout()
@@ -73,8 +79,20 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 	if limit <= 0 {
 		limit = DefaultWatchListTimeout
 	}
-	timer := r.clock.NewTimer(limit)
-	defer timer.Stop()
+	// A healthy stream of a large list may take longer than limit, but it keeps
+	// delivering: limit bounds the silence between events, and the whole stream
+	// must end within watchListOverallFactor×limit, and before the server would
+	// close it (a server that ignores sendInitialEvents in a busy cluster also
+	// keeps delivering, and must still be found out).
+	overall := min(watchListOverallFactor*limit, time.Duration(timeoutSeconds)*time.Second*9/10)
+	idle, whole := r.clock.NewTimer(limit), r.clock.NewTimer(overall)
+	defer idle.Stop()
+	defer whole.Stop()
+	timedOut := func(what string, d time.Duration) *ListWatchError {
+		w.Stop()
+		return &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
+			Err: fmt.Errorf("no initial-events-end bookmark %s %s", what, d)}
+	}
 
 	items := newTable(0)
 	progress := r.newListProgress(ctx, true)
@@ -83,14 +101,15 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 		case <-ctx.Done():
 			w.Stop()
 			return nil, 0, ctx.Err()
-		case <-timer.C():
-			w.Stop()
-			return nil, 0, &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
-				Err: fmt.Errorf("no initial-events-end bookmark within %s", limit)}
+		case <-idle.C():
+			return nil, 0, timedOut("and no event for", limit)
+		case <-whole.C():
+			return nil, 0, timedOut("within", overall)
 		case e, ok := <-w.ResultChan():
 			if !ok {
 				return nil, 0, errInitialEventsIncomplete
 			}
+			idle.Reset(limit)
 			if e.Type == watch.Error {
 				w.Stop()
 				return nil, 0, apierrors.FromObject(e.Object)

@@ -2,6 +2,8 @@ package informer
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -248,4 +250,67 @@ func TestWatchListForbiddenFallsBackToListWhoseErrorIsTheAttempts(t *testing.T) 
 			t.Fatalf("reported %+v, want %s/Forbidden", e, op)
 		}
 	}
+}
+
+// watchListRun runs a Reflector whose WatchList stream is the test's: the
+// first watch answers with no event and stays open.
+func watchListRun(t *testing.T, limit time.Duration) (*informertest.Fake, *reflectorRun, *informertest.Stream) {
+	t.Helper()
+	f := informertest.New(&corev1.Pod{})
+	f.ServeWatchList(true)
+	f.ScriptWatch(informertest.WatchResponse{})
+	run := runReflector(t, f, ReflectorOptions{WatchListTimeout: limit})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := f.WaitForWatch(ctx, 0)
+	must(t, err)
+	return f, run, stream
+}
+
+// A stream slower than WatchListTimeout overall but never silent for that
+// long is a large list arriving, not a server ignoring sendInitialEvents.
+func TestWatchListSlowButSteadyStreamIsNotCutShort(t *testing.T) {
+	const limit = time.Second
+	f, run, stream := watchListRun(t, limit)
+	const n = 12 // one every 200ms: 2.4s, longer than limit
+	for i := range n {
+		stream.Send(watch.Event{Type: watch.Added, Object: pod("a", fmt.Sprintf("p%02d", i), strconv.Itoa(i+2))})
+		time.Sleep(limit / 5)
+	}
+	stream.Send(informertest.InitialEventsEndBookmark(&corev1.Pod{}, strconv.Itoa(n+1)))
+	waitRequests(t, f, 1)
+	eventually(t, 10*time.Second, "the streamed list installed", func() bool {
+		stats, ok := run.r.LastListStats()
+		return ok && stats.WatchList && stats.Objects == n
+	})
+	select {
+	case err := <-run.errs:
+		t.Fatalf("a steady stream was reported as %v", err)
+	default:
+	}
+	if got := summarize(f.Requests()); len(got) != 1 || got[0] != reqWatchList {
+		t.Errorf("requests %v, want the one WatchList stream", got)
+	}
+}
+
+// A stream that keeps delivering but never ends its initial events is cut
+// after four WatchListTimeouts, and the Reflector lists instead.
+func TestWatchListStreamThatNeverEndsIsCutAfterFourTimeouts(t *testing.T) {
+	const limit = 200 * time.Millisecond
+	f, run, stream := watchListRun(t, limit)
+	start := time.Now()
+	go func() {
+		for i := 0; !stream.IsStopped(); i++ {
+			stream.Send(watch.Event{Type: watch.Added, Object: pod("a", "busy", strconv.Itoa(i+2))})
+			time.Sleep(limit / 10)
+		}
+	}()
+	err := run.nextErr(t)
+	if err.Op != opWatchList || err.Reason != ReasonWatchListTimeout {
+		t.Fatalf("error %+v, want a WatchListTimeout of the stream", err)
+	}
+	if took := time.Since(start); took < 4*limit {
+		t.Errorf("stream cut after %v, want no sooner than 4×%v", took, limit)
+	}
+	equalStrings(t, "requests", summarize(waitRequests(t, f, 2)[:2]), []string{reqWatchList, reqList})
 }
