@@ -60,8 +60,10 @@ func TestRemoveEventHandlerDropsTheOtherNotificationsOfTheKeyInProgress(t *testi
 		o, ok, _ := s.GetStore().GetByKey("ns/a-k")
 		return ok && o.(*corev1.Pod).ResourceVersion == rv
 	})
-	s.deliverMu.Lock() // the batch that stored it has distributed its notes
-	s.deliverMu.Unlock()
+	// A barrier: once deliverMu is free, the batch that stored it has
+	// distributed its notes to the handler's queue.
+	s.deliverMu.Lock()
+	s.deliverMu.Unlock() //nolint:staticcheck // SA2001: the empty section is the barrier
 
 	close(gate1)
 	<-inDelete // the handler is in OnDelete(a-k); OnAdd(a-k) is the next note of that key
