@@ -107,6 +107,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 			return nil, 0, timedOut("within", overall)
 		case e, ok := <-w.ResultChan():
 			if !ok {
+				w.Stop() // the stream ended; this releases the watch's resources
 				return nil, 0, errInitialEventsIncomplete
 			}
 			idle.Reset(limit)

@@ -186,6 +186,9 @@ func TestWatchListStreamClosedEarlyFallsBackToList(t *testing.T) {
 	}
 	// The streamed objects never reached the store: only the LIST did.
 	equalStrings(t, "store", run.store.all(), []string{"replace [a/p1@2] rv=5"})
+	if !f.Watches()[0].IsStopped() {
+		t.Error("the stream that ended early was not stopped")
+	}
 }
 
 func TestWatchListDisabledByOption(t *testing.T) {
