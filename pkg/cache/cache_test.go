@@ -19,6 +19,9 @@ package cache
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -182,5 +185,54 @@ func TestDefaultWatchErrorHandlerSeesListErrors(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("DefaultWatchErrorHandler was not called")
+	}
+}
+
+// crashChildEnv makes the test binary, re-run by
+// TestCrashOnHandlerPanicCrashesTheProcessAsControllerRuntimes, run the cache whose
+// handler panics.
+const crashChildEnv = "DELTACACHE_TEST_CRASH_CHILD"
+
+// Without the option a handler's panic is recovered (and counted); with
+// WithCrashOnHandlerPanic it crashes the process, as controller-runtime's cache does.
+// The crash runs in a child process: the test binary itself, re-run.
+func TestCrashOnHandlerPanicCrashesTheProcessAsControllerRuntimes(t *testing.T) {
+	if mode := os.Getenv(crashChildEnv); mode != "" {
+		var options []Option
+		if mode == "crash" {
+			options = append(options, WithCrashOnHandlerPanic())
+		}
+		c := newTestCache(t, newFakeAPI(t, configMap("ns1", "a", nil)), crcache.Options{}, options...)
+		startCache(t, c)
+		inf, err := c.GetInformer(testCtx(t), &corev1.ConfigMap{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { panic("handler boom") },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The initial add is delivered, and its panic recovered, before HasSynced.
+		waitUntil(t, "the handler's initial add", reg.HasSynced)
+		fmt.Println("handler panic contained")
+		return
+	}
+	for _, tc := range []struct {
+		mode  string
+		crash bool
+	}{{"default", false}, {"crash", true}} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashOnHandlerPanicCrashesTheProcessAsControllerRuntimes$",
+			"-test.v")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+tc.mode)
+		out, err := cmd.CombinedOutput()
+		crashed := err != nil && strings.Contains(string(out), "panic: handler boom")
+		if crashed != tc.crash {
+			t.Errorf("%s: crashed = %v (err %v), want %v; output:\n%s", tc.mode, crashed, err, tc.crash, out)
+		}
+		if !tc.crash && !strings.Contains(string(out), "handler panic contained") {
+			t.Errorf("%s: the child did not get past the panic; output:\n%s", tc.mode, out)
+		}
 	}
 }

@@ -88,6 +88,14 @@ type Config struct {
 	// jitter, reset after 2 minutes without failures).
 	Backoff informer.Backoff
 
+	// CrashOnHandlerPanic re-panics when an event handler registered on one of the
+	// cache's informers panics, crashing the process as controller-runtime's cache
+	// does (client-go's handler goroutines re-panic through HandleCrash).
+	// Zero value (false): the panic is recovered and logged with its stack, counted in
+	// deltacache_handler_panics_total, and the handler goes on with the next event;
+	// the informer keeps running (see pkg/informer's Options.CrashOnHandlerPanic).
+	CrashOnHandlerPanic bool
+
 	// MutationDetector, when true, keeps a deep copy of every object the cache stores
 	// and reports a *MutationError when a cached object no longer equals its copy:
 	// on the next Get or List that reads it, when a newer version of it arrives, every
@@ -168,6 +176,15 @@ func WithoutStringInterning() Option {
 func WithBackoff(b informer.Backoff) Option {
 	return func(c *Config) {
 		c.Backoff = b
+	}
+}
+
+// WithCrashOnHandlerPanic makes a panicking event handler crash the process, as with
+// controller-runtime's cache, instead of being recovered and logged (see
+// Config.CrashOnHandlerPanic).
+func WithCrashOnHandlerPanic() Option {
+	return func(c *Config) {
+		c.CrashOnHandlerPanic = true
 	}
 }
 

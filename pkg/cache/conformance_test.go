@@ -42,6 +42,20 @@ import (
 // deltacache's cache.New on the shared envtest control plane, with the same options
 // and the same objects, and expects the same results. Where deltacache deliberately
 // differs, the case says so in `differs` and checks each implementation's behaviour.
+//
+// Deliberate differences outside these cases, each pinned by its own test:
+//   - managedFields are stripped from cached objects unless WithKeepManagedFields
+//     (TestManagedFieldsAreStrippedByDefaultAndKeptOnRequest);
+//   - a handler's pending notifications are merged per object, so a slow handler gets
+//     one update from its last state to the newest rather than every step
+//     (pkg/informer TestDifferentialBurstIsCoalescedOnlyByUs);
+//   - a panicking handler is recovered unless WithCrashOnHandlerPanic
+//     (TestCrashOnHandlerPanicCrashesTheProcessAsControllerRuntimes);
+//   - MatchingFields on a field without an index is an error whatever the data
+//     (controller-runtime errs only when the first field's lookup finds objects)
+//     (TestListFieldSelectorErrors);
+//   - WaitForCacheSync and blocking reads end early on errors retrying cannot fix
+//     unless WithWaitThroughSyncErrors (sync_errors_test.go).
 
 const (
 	implControllerRuntime = "controller-runtime"

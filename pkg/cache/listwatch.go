@@ -70,16 +70,17 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 			detector = newMutationDetector(name, c.clock, c.settings.MutationCheckPeriod, c.settings.OnMutation)
 		}
 		inf := informer.NewSharedIndexInformer(lw, example, informer.Options{
-			Name:              name,
-			ResyncPeriod:      jitter(scope.syncPeriod),
-			Indexers:          c.baseIndexers(),
-			Transform:         c.storeTransform(key.gvk, scope.transform, detector),
-			WatchErrorHandler: c.watchErrorHandler,
-			Logger:            c.log,
-			PageSize:          c.settings.ListPageSize,
-			Backoff:           c.settings.Backoff,
-			Clock:             c.clock,
-			MetricLabels:      metricLabels(key),
+			Name:                name,
+			ResyncPeriod:        jitter(scope.syncPeriod),
+			Indexers:            c.baseIndexers(),
+			Transform:           c.storeTransform(key.gvk, scope.transform, detector),
+			WatchErrorHandler:   c.watchErrorHandler,
+			Logger:              c.log,
+			PageSize:            c.settings.ListPageSize,
+			Backoff:             c.settings.Backoff,
+			Clock:               c.clock,
+			MetricLabels:        metricLabels(key),
+			CrashOnHandlerPanic: c.settings.CrashOnHandlerPanic,
 		})
 		e.scopes = append(e.scopes, &scopedInformer{
 			scope:    scope,
