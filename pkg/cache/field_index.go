@@ -71,14 +71,16 @@ func (c *Cache) IndexField(
 	if err != nil {
 		return err
 	}
-	if err := informer.AddIndexers(toolscache.Indexers{FieldIndexName(field): fieldIndexFunc(extractValue)}); err != nil {
+	indexers := toolscache.Indexers{FieldIndexName(field): fieldIndexFunc(extractValue, c.intern)}
+	if err := informer.AddIndexers(indexers); err != nil {
 		return fmt.Errorf("adding field index %q for %T: %w", field, obj, err)
 	}
 	return nil
 }
 
-// fieldIndexFunc wraps extractValue into an IndexFunc that namespaces its values.
-func fieldIndexFunc(extractValue client.IndexerFunc) toolscache.IndexFunc {
+// fieldIndexFunc wraps extractValue into an IndexFunc that namespaces its values, as
+// intern's shared copies (see internTable.namespacedKey; intern may be nil).
+func fieldIndexFunc(extractValue client.IndexerFunc, intern *internTable) toolscache.IndexFunc {
 	return func(raw any) ([]string, error) {
 		obj, ok := raw.(client.Object)
 		if !ok {
@@ -89,14 +91,14 @@ func fieldIndexFunc(extractValue client.IndexerFunc) toolscache.IndexFunc {
 		if ns == "" {
 			out := make([]string, len(values))
 			for i, v := range values {
-				out[i] = KeyToNamespacedKey("", v)
+				out[i] = intern.namespacedKey("", v)
 			}
 			return out, nil
 		}
 		out := make([]string, 2*len(values))
 		for i, v := range values {
-			out[i] = KeyToNamespacedKey(ns, v)
-			out[i+len(values)] = KeyToNamespacedKey("", v)
+			out[i] = intern.namespacedKey(ns, v)
+			out[i+len(values)] = intern.namespacedKey("", v)
 		}
 		return out, nil
 	}

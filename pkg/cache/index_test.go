@@ -19,7 +19,9 @@ package cache
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +34,7 @@ import (
 )
 
 func TestLabelIndexFuncEmitsNamespacedAndAllNamespacesValues(t *testing.T) {
-	fn := labelIndexFunc(appLabel)
+	fn := labelIndexFunc(appLabel, nil)
 	got, err := fn(configMap("a", "x", map[string]string{appLabel: webApp}))
 	if err != nil || !slices.Equal(got, []string{"a/web", "__all_namespaces/web"}) {
 		t.Errorf("namespaced: %v %v", got, err)
@@ -52,7 +54,7 @@ func TestLabelIndexFuncEmitsNamespacedAndAllNamespacesValues(t *testing.T) {
 }
 
 func TestFieldIndexFuncFollowsControllerRuntimeConvention(t *testing.T) {
-	fn := fieldIndexFunc(func(o client.Object) []string { return []string{"x", "y"} })
+	fn := fieldIndexFunc(func(o client.Object) []string { return []string{"x", "y"} }, nil)
 	got, err := fn(configMap("a", "n", nil))
 	if err != nil || !slices.Equal(got, []string{"a/x", "a/y", "__all_namespaces/x", "__all_namespaces/y"}) {
 		t.Errorf("namespaced: %v %v", got, err)
@@ -99,13 +101,13 @@ func TestIndexableLabelRequirements(t *testing.T) {
 
 func newTestIndexer(t *testing.T, objs ...any) toolscache.Indexer {
 	t.Helper()
-	indexers := labelIndexers([]string{appLabel, tierLabel})
+	indexers := labelIndexers([]string{appLabel, tierLabel}, nil)
 	indexers[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc
 	byLabel := func(key string) client.IndexerFunc {
 		return func(o client.Object) []string { return []string{o.GetLabels()[key]} }
 	}
-	indexers[FieldIndexName(tierLabel)] = fieldIndexFunc(byLabel(tierLabel))
-	indexers[FieldIndexName(appLabel)] = fieldIndexFunc(byLabel(appLabel))
+	indexers[FieldIndexName(tierLabel)] = fieldIndexFunc(byLabel(tierLabel), nil)
+	indexers[FieldIndexName(appLabel)] = fieldIndexFunc(byLabel(appLabel), nil)
 	idx := informer.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
 	for _, obj := range objs {
 		if err := idx.Add(obj); err != nil {
@@ -177,5 +179,50 @@ func TestCandidatesByFieldsUsesFirstRequirementAndFiltersTheRest(t *testing.T) {
 	missing := fields.SelectorFromSet(fields.Set{"nope": "x"}).Requirements()
 	if err := missingFieldIndexes(idx, missing, configMapKind); err == nil {
 		t.Error("missing index not reported")
+	}
+}
+
+// With interning (the default), the index values of objects filed under one value are
+// one shared string, and a value seen before is found without allocating.
+func TestIndexValuesAreSharedStringsWhenInterned(t *testing.T) {
+	intern := newInternTable()
+	sameData := func(a, b []string) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if a[i] != b[i] || unsafe.StringData(a[i]) != unsafe.StringData(b[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	one, two := configMap("a", "one", map[string]string{appLabel: webApp}), configMap("a", "two",
+		map[string]string{appLabel: webApp})
+	for name, fn := range map[string]toolscache.IndexFunc{
+		"label": labelIndexFunc(appLabel, intern),
+		"field": fieldIndexFunc(func(o client.Object) []string { return []string{o.GetLabels()[appLabel]} }, intern),
+	} {
+		first, err1 := fn(one)
+		second, err2 := fn(two)
+		if err1 != nil || err2 != nil || !slices.Equal(first, []string{"a/web", "__all_namespaces/web"}) {
+			t.Fatalf("%s: values %v, %v (%v, %v)", name, first, second, err1, err2)
+		}
+		if !sameData(first, second) {
+			t.Errorf("%s: two objects filed under the same values hold separate strings", name)
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = intern.namespacedKey("a", webApp) }); allocs != 0 {
+		t.Errorf("a known value cost %v allocations, want 0", allocs)
+	}
+	var off *internTable
+	first, _ := labelIndexFunc(appLabel, off)(one)
+	second, _ := labelIndexFunc(appLabel, off)(two)
+	if !slices.Equal(first, second) || sameData(first, second) {
+		t.Errorf("without interning: %v and %v, want equal values in separate strings", first, second)
+	}
+	long := strings.Repeat("x", internMaxLen)
+	if got := intern.namespacedKey("a", long); got != "a/"+long {
+		t.Errorf("a value longer than the intern limit came back as %q", got)
 	}
 }

@@ -76,6 +76,38 @@ func (t *internTable) addLocked(s string) {
 	t.current[s] = s
 }
 
+// namespacedKey returns KeyToNamespacedKey(ns, value) ("<ns>/<value>", or
+// "__all_namespaces/<value>" when ns is ""), as the shared copy of that string. The
+// label and field index functions call it for every object they index, and their
+// values repeat (every pod of an app, every pod of a node): the records filed under one
+// value then hold one string instead of one each, and a value seen before costs no
+// allocation. t may be nil (interning off): the string is built anew.
+func (t *internTable) namespacedKey(ns, value string) string {
+	if t == nil {
+		return KeyToNamespacedKey(ns, value)
+	}
+	if ns == "" {
+		ns = AllNamespacesIndexPrefix
+	}
+	var buf [128]byte
+	b := append(append(append(buf[:0], ns...), '/'), value...)
+	if len(b) > internMaxLen {
+		return string(b)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if shared, ok := t.current[string(b)]; ok {
+		return shared
+	}
+	if shared, ok := t.previous[string(b)]; ok {
+		t.addLocked(shared)
+		return shared
+	}
+	s := string(b)
+	t.addLocked(s)
+	return s
+}
+
 // size returns the number of strings held (both generations).
 func (t *internTable) size() int {
 	t.mu.Lock()

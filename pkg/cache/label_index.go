@@ -32,11 +32,12 @@ func LabelIndexName(key string) string {
 	return "label:" + key
 }
 
-// labelIndexers returns the "label:<key>" indexers for keys.
-func labelIndexers(keys []string) toolscache.Indexers {
+// labelIndexers returns the "label:<key>" indexers for keys, whose values come from
+// intern (nil: built per object).
+func labelIndexers(keys []string, intern *internTable) toolscache.Indexers {
 	indexers := make(toolscache.Indexers, len(keys))
 	for _, key := range keys {
-		indexers[LabelIndexName(key)] = labelIndexFunc(key)
+		indexers[LabelIndexName(key)] = labelIndexFunc(key, intern)
 	}
 	return indexers
 }
@@ -44,8 +45,9 @@ func labelIndexers(keys []string) toolscache.Indexers {
 // labelIndexFunc indexes an object by the value of its label key: "<ns>/<value>" and
 // "__all_namespaces/<value>" for a namespaced object, "__all_namespaces/<value>" for a
 // cluster-scoped one, nothing when the label is absent. An empty label value is a value
-// like any other ("app=" matches objects whose label app is "").
-func labelIndexFunc(key string) toolscache.IndexFunc {
+// like any other ("app=" matches objects whose label app is ""). The value strings are
+// intern's shared copies (see internTable.namespacedKey); intern may be nil.
+func labelIndexFunc(key string, intern *internTable) toolscache.IndexFunc {
 	return func(obj any) ([]string, error) {
 		m, err := apimeta.Accessor(obj)
 		if err != nil {
@@ -56,9 +58,9 @@ func labelIndexFunc(key string) toolscache.IndexFunc {
 			return nil, nil
 		}
 		if ns := m.GetNamespace(); ns != "" {
-			return []string{KeyToNamespacedKey(ns, value), KeyToNamespacedKey("", value)}, nil
+			return []string{intern.namespacedKey(ns, value), intern.namespacedKey("", value)}, nil
 		}
-		return []string{KeyToNamespacedKey("", value)}, nil
+		return []string{intern.namespacedKey("", value)}, nil
 	}
 }
 

@@ -102,7 +102,7 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 // "label:<key>" index per key of Config.LabelIndexes.
 func (c *Cache) baseIndexers() toolscache.Indexers {
 	indexers := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
-	maps.Copy(indexers, labelIndexers(c.settings.LabelIndexes))
+	maps.Copy(indexers, labelIndexers(c.settings.LabelIndexes, c.intern))
 	return indexers
 }
 
