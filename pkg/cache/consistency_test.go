@@ -124,7 +124,10 @@ func TestWaitForDeletionReturnsWhenTheObjectIsGoneOrReCreated(t *testing.T) {
 
 	// Re-created with a new UID: the deletion of the first incarnation is observed
 	// once the cache holds the second (or nothing).
-	f.Create(liveConfigMap("x", "uid-2", "again"))
+	created := f.Create(liveConfigMap("x", "uid-2", "again")).(*corev1.ConfigMap)
+	if err := c.WaitForResourceVersion(ctx, created); err != nil {
+		t.Fatal(err) // from here the cache holds uid-2
+	}
 	f.Delete(liveConfigMap("x", "", ""))
 	f.Create(liveConfigMap("x", "uid-3", "third"))
 	second := liveConfigMap("x", "uid-2", "")

@@ -23,6 +23,7 @@ func TestRemoveEventHandlerDropsTheOtherNotificationsOfTheKeyInProgress(t *testi
 
 	gate1 := make(chan struct{})
 	gate2 := make(chan struct{})
+	blocked := make(chan struct{})
 	inDelete := make(chan struct{})
 	var mu sync.Mutex
 	removed := false
@@ -36,6 +37,7 @@ func TestRemoveEventHandlerDropsTheOtherNotificationsOfTheKeyInProgress(t *testi
 			}
 			mu.Unlock()
 			if key == "ns/b-gate" {
+				close(blocked)
 				<-gate1
 			}
 		},
@@ -50,9 +52,17 @@ func TestRemoveEventHandlerDropsTheOtherNotificationsOfTheKeyInProgress(t *testi
 	must(t, err)
 	reg := regI.(*HandlerRegistration)
 	startInformer(t, s)
+	// Registered after startInformer's, this cleanup runs first: if the test
+	// fails while the handler is blocked, the informer can still stop.
+	openGate1 := sync.OnceFunc(func() { close(gate1) })
+	openGate2 := sync.OnceFunc(func() { close(gate2) })
+	t.Cleanup(func() { openGate1(); openGate2() })
 	waitSynced(t, s.HasSyncedChecker())
+	// Keys are delivered in list order, so once the handler blocks in
+	// OnAdd(b-gate) it has seen a-k's Add: a-k's Delete cannot merge into it.
+	waitClosed(t, blocked, 10*time.Second, "the handler to block in OnAdd(b-gate)")
 
-	// The handler is now blocked in OnAdd(b-gate). Delete and re-create a-k.
+	// Delete and re-create a-k while the handler is blocked.
 	f.Delete(pod("ns", "a-k", ""))
 	created := f.Create(pod("ns", "a-k", ""))
 	rv := created.(*corev1.Pod).ResourceVersion
@@ -65,13 +75,14 @@ func TestRemoveEventHandlerDropsTheOtherNotificationsOfTheKeyInProgress(t *testi
 	s.deliverMu.Lock()
 	s.deliverMu.Unlock() //nolint:staticcheck // SA2001: the empty section is the barrier
 
-	close(gate1)
-	<-inDelete // the handler is in OnDelete(a-k); OnAdd(a-k) is the next note of that key
+	openGate1()
+	// The handler is in OnDelete(a-k); OnAdd(a-k) is the next note of that key.
+	waitClosed(t, inDelete, 10*time.Second, "the handler to enter OnDelete(a-k)")
 	must(t, s.RemoveEventHandler(reg))
 	mu.Lock()
 	removed = true
 	mu.Unlock()
-	close(gate2)
+	openGate2()
 	waitClosed(t, reg.Stopped(), 5*time.Second, "handler goroutine to exit")
 	mu.Lock()
 	defer mu.Unlock()
