@@ -135,9 +135,9 @@
 // writer: Go shares processors equally among runnable goroutines, so ten
 // goroutines listing in a loop would leave it a tenth of one; a read that
 // returns 1024 objects or more therefore yields its processor once.
-// BenchmarkStoreWritesWithListReaders (10k pods, 2 cores, run with -v for
-// the ratios) measures writes/s with and without 10 listing goroutines,
-// ours against client-go's store in the same run.
+// `make bench` (section B4; BenchmarkStoreUpdate in test/bench) measures
+// writes/s with and without 10 listing goroutines, ours against client-go's
+// store in the same run.
 //
 // Metrics. Every stage is measured (deltacache_informer_* and
 // deltacache_handler_*, labelled group/version/kind/shape; see metrics.go and

@@ -247,7 +247,7 @@ func TestIndexerConcurrentReadersAndWriter(t *testing.T) {
 // TestReadsNeverTakeTheWriterLock pins the structure behind DESIGN.md
 // invariant 6: every read completes while the writer's mutex is held, so no
 // reader holds anything a writer could wait for. (Throughput under readers:
-// BenchmarkStoreWritesWithListReaders.)
+// test/bench BenchmarkStoreUpdate and `make bench` section B4.)
 func TestReadsNeverTakeTheWriterLock(t *testing.T) {
 	ix := newTestIndexer()
 	for i := range 100 {
