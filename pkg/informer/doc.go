@@ -158,8 +158,8 @@
 // are disabled, since the server then never sends the end bookmark
 // (client-go anchor §11.3), or when the client opts out. A failed stream
 // falls back to a paginated LIST for that attempt. A server that refuses
-// WatchList (422/400), or whose stream falls silent for WatchListTimeout
-// (default one minute) or does not end its initial events within four of them
+// WatchList (422/400), or whose stream falls silent for a whole
+// WatchListTimeout period (default one minute) or does not end its initial events within four of them
 // (and before the server-side watch timeout), gets LIST for the rest of the
 // informer's life; client-go waits forever, warning every 10 s. A slow but
 // steady stream of a large list is not cut short.

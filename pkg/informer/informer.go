@@ -68,9 +68,10 @@ type Options struct {
 	// attempt; a server that refuses WatchList or does not end the initial
 	// events in time (see WatchListTimeout) gets LIST from then on.
 	DisableWatchList bool
-	// WatchListTimeout bounds the silence between the events of a WatchList
-	// stream before its initial-events-end bookmark, and four of them the
-	// whole stream; 0 = DefaultWatchListTimeout (one minute).
+	// WatchListTimeout: a WatchList stream that delivers no event for a whole
+	// period of it (checked once per period) before its initial-events-end
+	// bookmark is abandoned, and so is one that takes four of them;
+	// 0 = DefaultWatchListTimeout (one minute).
 	WatchListTimeout time.Duration
 
 	// MetricLabels label the informer's series in Metrics. Zero value: group,

@@ -58,8 +58,9 @@ func watchListRefused(err *ListWatchError) bool {
 // Replaced into the store at the bookmark's RV, as a LIST would be; the open
 // stream and its server-side timeout (seconds) are returned to continue as
 // the watch. Errors: the stream's error, errInitialEventsIncomplete, or a
-// ReasonWatchListTimeout ListWatchError when the stream is silent for
-// WatchListTimeout, or its end bookmark does not come within
+// ReasonWatchListTimeout ListWatchError when the stream is silent for a whole
+// WatchListTimeout period (so between one and two of them), or its end
+// bookmark does not come within
 // watchListOverallFactor×WatchListTimeout (never an endless wait).
 func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, error) {
 	start := r.clock.Now()
@@ -80,14 +81,16 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 		limit = DefaultWatchListTimeout
 	}
 	// A healthy stream of a large list may take longer than limit, but it keeps
-	// delivering: limit bounds the silence between events, and the whole stream
-	// must end within watchListOverallFactor×limit, and before the server would
-	// close it (a server that ignores sendInitialEvents in a busy cluster also
-	// keeps delivering, and must still be found out).
+	// delivering: a whole period of limit without an event ends it (checked by a
+	// ticker against a count of events, so an event costs no timer work), and the
+	// whole stream must end within watchListOverallFactor×limit, and before the
+	// server would close it (a server that ignores sendInitialEvents in a busy
+	// cluster also keeps delivering, and must still be found out).
 	overall := min(watchListOverallFactor*limit, time.Duration(timeoutSeconds)*time.Second*9/10)
-	idle, whole := r.clock.NewTimer(limit), r.clock.NewTimer(overall)
+	idle, whole := r.clock.NewTicker(limit), r.clock.NewTimer(overall)
 	defer idle.Stop()
 	defer whole.Stop()
+	events, eventsAtTick := 0, 0
 	timedOut := func(what string, d time.Duration) *ListWatchError {
 		w.Stop()
 		return &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
@@ -102,7 +105,10 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 			w.Stop()
 			return nil, 0, ctx.Err()
 		case <-idle.C():
-			return nil, 0, timedOut("and no event for", limit)
+			if events == eventsAtTick {
+				return nil, 0, timedOut("and no event for", limit)
+			}
+			eventsAtTick = events
 		case <-whole.C():
 			return nil, 0, timedOut("within", overall)
 		case e, ok := <-w.ResultChan():
@@ -110,7 +116,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 				w.Stop() // the stream ended; this releases the watch's resources
 				return nil, 0, errInitialEventsIncomplete
 			}
-			idle.Reset(limit)
+			events++
 			if e.Type == watch.Error {
 				w.Stop()
 				return nil, 0, apierrors.FromObject(e.Object)
