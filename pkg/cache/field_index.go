@@ -79,7 +79,7 @@ func (c *Cache) IndexField(
 }
 
 // fieldIndexFunc wraps extractValue into an IndexFunc that namespaces its values, as
-// intern's shared copies (see internTable.namespacedKey; intern may be nil).
+// intern's shared copies (see internTable.namespacedKeys; intern may be nil).
 func fieldIndexFunc(extractValue client.IndexerFunc, intern *internTable) toolscache.IndexFunc {
 	return func(raw any) ([]string, error) {
 		obj, ok := raw.(client.Object)
@@ -91,14 +91,13 @@ func fieldIndexFunc(extractValue client.IndexerFunc, intern *internTable) toolsc
 		if ns == "" {
 			out := make([]string, len(values))
 			for i, v := range values {
-				out[i] = intern.namespacedKey("", v)
+				_, out[i] = intern.namespacedKeys("", v)
 			}
 			return out, nil
 		}
 		out := make([]string, 2*len(values))
 		for i, v := range values {
-			out[i] = intern.namespacedKey(ns, v)
-			out[i+len(values)] = intern.namespacedKey("", v)
+			out[i], out[i+len(values)] = intern.namespacedKeys(ns, v)
 		}
 		return out, nil
 	}

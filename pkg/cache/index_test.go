@@ -212,8 +212,12 @@ func TestIndexValuesAreSharedStringsWhenInterned(t *testing.T) {
 			t.Errorf("%s: two objects filed under the same values hold separate strings", name)
 		}
 	}
-	if allocs := testing.AllocsPerRun(100, func() { _ = intern.namespacedKey("a", webApp) }); allocs != 0 {
-		t.Errorf("a known value cost %v allocations, want 0", allocs)
+	longer := "a-label-value-longer-than-thirty-two-bytes"
+	_, _ = intern.namespacedKeys("a", longer)
+	for _, value := range []string{webApp, longer} {
+		if allocs := testing.AllocsPerRun(100, func() { _, _ = intern.namespacedKeys("a", value) }); allocs != 0 {
+			t.Errorf("known value %q cost %v allocations, want 0", value, allocs)
+		}
 	}
 	var off *internTable
 	first, _ := labelIndexFunc(appLabel, off)(one)
@@ -222,7 +226,10 @@ func TestIndexValuesAreSharedStringsWhenInterned(t *testing.T) {
 		t.Errorf("without interning: %v and %v, want equal values in separate strings", first, second)
 	}
 	long := strings.Repeat("x", internMaxLen)
-	if got := intern.namespacedKey("a", long); got != "a/"+long {
-		t.Errorf("a value longer than the intern limit came back as %q", got)
+	if got, all := intern.namespacedKeys("a", long); got != "a/"+long || all != "__all_namespaces/"+long {
+		t.Errorf("a value longer than the intern limit came back as %q, %q", got, all)
+	}
+	if got, all := intern.namespacedKeys("", webApp); got != "" || all != "__all_namespaces/web" {
+		t.Errorf("cluster-scoped: %q, %q; want no namespaced value", got, all)
 	}
 }

@@ -19,6 +19,7 @@ package cache
 import (
 	"slices"
 	"sync"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -57,15 +58,25 @@ func (t *internTable) internLocked(s string) string {
 	if s == "" || len(s) > internMaxLen {
 		return s
 	}
-	if shared, ok := t.current[s]; ok {
-		return shared
-	}
-	if shared, ok := t.previous[s]; ok {
-		t.addLocked(shared)
+	if shared, ok := t.sharedLocked(s); ok {
 		return shared
 	}
 	t.addLocked(s)
 	return s
+}
+
+// sharedLocked returns the table's copy of s, if it holds one (a string of the
+// previous generation moves into the current one). s is only looked up, never kept.
+// t.mu is held.
+func (t *internTable) sharedLocked(s string) (string, bool) {
+	if shared, ok := t.current[s]; ok {
+		return shared, true
+	}
+	if shared, ok := t.previous[s]; ok {
+		t.addLocked(shared)
+		return shared, true
+	}
+	return "", false
 }
 
 func (t *internTable) addLocked(s string) {
@@ -76,31 +87,39 @@ func (t *internTable) addLocked(s string) {
 	t.current[s] = s
 }
 
-// namespacedKey returns KeyToNamespacedKey(ns, value) ("<ns>/<value>", or
-// "__all_namespaces/<value>" when ns is ""), as the shared copy of that string. The
-// label and field index functions call it for every object they index, and their
-// values repeat (every pod of an app, every pod of a node): the records filed under one
-// value then hold one string instead of one each, and a value seen before costs no
-// allocation. t may be nil (interning off): the string is built anew.
-func (t *internTable) namespacedKey(ns, value string) string {
+// namespacedKeys returns the two index values of value for an object of namespace
+// ns, KeyToNamespacedKey(ns, value) ("" when ns is "": a cluster-scoped object has
+// none) and KeyToNamespacedKey("", value) ("__all_namespaces/<value>"), as the
+// table's shared copies. The label and field index functions call it for every object
+// they index, and their values repeat (every pod of an app, every pod of a node): the
+// records filed under one value then hold one string instead of one each, and values
+// seen before cost no allocation. t may be nil (interning off): the strings are built
+// anew.
+func (t *internTable) namespacedKeys(ns, value string) (inNamespace, allNamespaces string) {
 	if t == nil {
-		return KeyToNamespacedKey(ns, value)
-	}
-	if ns == "" {
-		ns = AllNamespacesIndexPrefix
-	}
-	var buf [128]byte
-	b := append(append(append(buf[:0], ns...), '/'), value...)
-	if len(b) > internMaxLen {
-		return string(b)
+		if ns != "" {
+			inNamespace = KeyToNamespacedKey(ns, value)
+		}
+		return inNamespace, KeyToNamespacedKey("", value)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if shared, ok := t.current[string(b)]; ok {
-		return shared
+	if ns != "" {
+		inNamespace = t.joinedLocked(ns, value)
 	}
-	if shared, ok := t.previous[string(b)]; ok {
-		t.addLocked(shared)
+	return inNamespace, t.joinedLocked(AllNamespacesIndexPrefix, value)
+}
+
+// joinedLocked returns the shared copy of prefix + "/" + value, built in a stack
+// buffer and looked up through a view of it, so that a string the table holds costs
+// no allocation. t.mu is held.
+func (t *internTable) joinedLocked(prefix, value string) string {
+	var buf [128]byte
+	b := append(append(append(buf[:0], prefix...), '/'), value...)
+	if len(b) > internMaxLen {
+		return string(b)
+	}
+	if shared, ok := t.sharedLocked(unsafe.String(unsafe.SliceData(b), len(b))); ok {
 		return shared
 	}
 	s := string(b)

@@ -46,7 +46,7 @@ func labelIndexers(keys []string, intern *internTable) toolscache.Indexers {
 // "__all_namespaces/<value>" for a namespaced object, "__all_namespaces/<value>" for a
 // cluster-scoped one, nothing when the label is absent. An empty label value is a value
 // like any other ("app=" matches objects whose label app is ""). The value strings are
-// intern's shared copies (see internTable.namespacedKey); intern may be nil.
+// intern's shared copies (see internTable.namespacedKeys); intern may be nil.
 func labelIndexFunc(key string, intern *internTable) toolscache.IndexFunc {
 	return func(obj any) ([]string, error) {
 		m, err := apimeta.Accessor(obj)
@@ -57,10 +57,11 @@ func labelIndexFunc(key string, intern *internTable) toolscache.IndexFunc {
 		if !ok {
 			return nil, nil
 		}
-		if ns := m.GetNamespace(); ns != "" {
-			return []string{intern.namespacedKey(ns, value), intern.namespacedKey("", value)}, nil
+		inNamespace, allNamespaces := intern.namespacedKeys(m.GetNamespace(), value)
+		if inNamespace != "" {
+			return []string{inNamespace, allNamespaces}, nil
 		}
-		return []string{intern.namespacedKey("", value)}, nil
+		return []string{allNamespaces}, nil
 	}
 }
 
