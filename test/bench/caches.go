@@ -150,27 +150,25 @@ func (c *crCache) Get(ctx context.Context, namespace, name string) error {
 }
 
 func (c *crCache) ListByLabel(ctx context.Context, namespace, app string) (int, error) {
-	var pods corev1.PodList
-	err := c.cache.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{appLabel: app})
-	return len(pods.Items), err
+	return c.list(ctx, client.InNamespace(namespace), client.MatchingLabels{appLabel: app})
 }
 
 func (c *crCache) ListByLabelShared(ctx context.Context, namespace, app string) (int, error) {
-	var pods corev1.PodList
-	err := c.cache.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{appLabel: app},
-		client.UnsafeDisableDeepCopy)
-	return len(pods.Items), err
+	return c.list(ctx, client.InNamespace(namespace), client.MatchingLabels{appLabel: app}, client.UnsafeDisableDeepCopy)
 }
 
 func (c *crCache) ListByNode(ctx context.Context, node string) (int, error) {
-	var pods corev1.PodList
-	err := c.cache.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node})
-	return len(pods.Items), err
+	return c.list(ctx, client.MatchingFields{"spec.nodeName": node})
 }
 
 func (c *crCache) ListNamespace(ctx context.Context, namespace string) (int, error) {
+	return c.list(ctx, client.InNamespace(namespace))
+}
+
+// list lists the pods that opts select and returns how many there are.
+func (c *crCache) list(ctx context.Context, opts ...client.ListOption) (int, error) {
 	var pods corev1.PodList
-	err := c.cache.List(ctx, &pods, client.InNamespace(namespace))
+	err := c.cache.List(ctx, &pods, opts...)
 	return len(pods.Items), err
 }
 
