@@ -81,16 +81,17 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 		limit = DefaultWatchListTimeout
 	}
 	// A healthy stream of a large list may take longer than limit, but it keeps
-	// delivering: a whole period of limit without an event ends it (checked by a
-	// ticker against a count of events, so an event costs no timer work), and the
-	// whole stream must end within watchListOverallFactor×limit, and before the
-	// server would close it (a server that ignores sendInitialEvents in a busy
-	// cluster also keeps delivering, and must still be found out).
+	// delivering: a whole period of limit without an event ends it (a timer
+	// re-armed each period while the count of events moves, so an event costs no
+	// timer work), and the whole stream must end within
+	// watchListOverallFactor×limit, and before the server would close it (a
+	// server that ignores sendInitialEvents in a busy cluster also keeps
+	// delivering, and must still be found out).
 	overall := min(watchListOverallFactor*limit, time.Duration(timeoutSeconds)*time.Second*9/10)
-	idle, whole := r.clock.NewTicker(limit), r.clock.NewTimer(overall)
+	idle, whole := r.clock.NewTimer(limit), r.clock.NewTimer(overall)
 	defer idle.Stop()
 	defer whole.Stop()
-	events, eventsAtTick := 0, 0
+	events, eventsAtLastCheck := 0, 0
 	timedOut := func(what string, d time.Duration) *ListWatchError {
 		w.Stop()
 		return &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
@@ -105,10 +106,11 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 			w.Stop()
 			return nil, 0, ctx.Err()
 		case <-idle.C():
-			if events == eventsAtTick {
+			if events == eventsAtLastCheck {
 				return nil, 0, timedOut("and no event for", limit)
 			}
-			eventsAtTick = events
+			eventsAtLastCheck = events
+			idle.Reset(limit)
 		case <-whole.C():
 			return nil, 0, timedOut("within", overall)
 		case e, ok := <-w.ResultChan():
