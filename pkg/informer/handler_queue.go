@@ -374,9 +374,9 @@ func (r *HandlerRegistration) deliver(key string, n notification) {
 	r.delivered.Add(1)
 	switch n.kind {
 	case noteAdd:
-		r.handler.OnAdd(n.newObj, n.initial)
+		r.handler.OnAdd(resolveObject(n.newObj), n.initial)
 	case noteUpdate:
-		r.handler.OnUpdate(n.oldObj, n.newObj)
+		r.handler.OnUpdate(resolveObject(n.oldObj), n.newObj)
 	case noteDelete:
 		r.handler.OnDelete(n.newObj)
 	}

@@ -56,6 +56,9 @@ var _ toolscache.Indexer = (*Indexer)(nil)
 // dropped.
 type Indexer struct {
 	keyFunc toolscache.KeyFunc
+	// codec, when set, holds objects encoded (see IndexerOptions.Codec).
+	codec        StorageCodec
+	onCodecError func(key string, err error)
 
 	// table is the current content; readers load it, the writer replaces
 	// its shards and indexes, or (Replace, AddIndexers, growth) all of it.
@@ -80,11 +83,58 @@ type indexValues struct {
 
 // NewIndexer returns an empty Indexer that computes keys with keyFunc (for
 // example toolscache.DeletionHandlingMetaNamespaceKeyFunc) and maintains the
-// given indexes. indexers may be nil.
+// given indexes. indexers may be nil. Objects are stored as the pointers
+// given (client-go's behaviour); see NewIndexerWithOptions for compact
+// storage.
 func NewIndexer(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers) *Indexer {
-	ix := &Indexer{keyFunc: keyFunc}
+	return NewIndexerWithOptions(keyFunc, indexers, IndexerOptions{})
+}
+
+// IndexerOptions configure an Indexer. The zero value stores objects as the
+// pointers given, as client-go's store does.
+type IndexerOptions struct {
+	// Codec turns on compact storage: every object written is encoded with
+	// it and only the bytes are kept; every read (Get, GetByKey, List,
+	// ByIndex, Index) decodes them, so each read returns a new object that
+	// the caller owns and may modify. Index functions run on the object
+	// given to the write (and on decoded objects for AddIndexers). An
+	// object the codec cannot encode is kept as the pointer given, and a
+	// read returns a deep copy of it (runtime.Object's DeepCopyObject), so
+	// reads return objects of their own either way.
+	Codec StorageCodec
+	// OnCodecError is called with the key and the error when an object
+	// cannot be encoded (by the writer, then the object is kept decoded) or
+	// decoded (by a reader, then the read omits it: Get reports the error,
+	// List and ByIndex leave the object out). It must be cheap and safe
+	// for concurrent use; nil = ignore.
+	OnCodecError func(key string, err error)
+}
+
+// NewIndexerWithOptions is NewIndexer with options (compact storage).
+func NewIndexerWithOptions(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers, opts IndexerOptions) *Indexer {
+	ix := &Indexer{keyFunc: keyFunc, codec: opts.Codec, onCodecError: opts.OnCodecError}
 	ix.table.Store(newShardTable(newIndexFuncs(indexers), 0, ""))
 	return ix
+}
+
+// ReadsCopy reports whether every read returns an object of its own (compact
+// storage is on), so a caller that hands objects out needs no deep copy.
+func (ix *Indexer) ReadsCopy() bool { return ix.codec != nil }
+
+// StoredStats describes what an Indexer holds.
+type StoredStats struct {
+	// Objects is the number of stored objects; Encoded of them are held as
+	// bytes (compact storage), the others as decoded objects.
+	Objects, Encoded int64
+	// EncodedBytes is the total length of the encodings held (the payload
+	// only, not the store's structure).
+	EncodedBytes int64
+}
+
+// StoredStats returns the current StoredStats.
+func (ix *Indexer) StoredStats() StoredStats {
+	t := ix.table.Load()
+	return StoredStats{Objects: t.size.Load(), Encoded: t.encoded.Load(), EncodedBytes: t.encodedBytes.Load()}
 }
 
 func newIndexFuncs(indexers toolscache.Indexers) *indexFuncs {
@@ -141,12 +191,15 @@ func (v indexValues) err(key string) error {
 	return errors.Join(errs...)
 }
 
-// newRecord returns the record of obj filed under vals, sharing old's values
-// when none changed; changed reports whether any index value changed. The
-// record keeps vals.values (no copy): vals must not be used to build another
-// record.
-func newRecord(obj any, old *record, vals indexValues) (rec *record, changed bool) {
+// newRecord returns the record of obj (or of its encoding data, when not
+// nil) filed under vals, sharing old's values when none changed; changed
+// reports whether any index value changed. The record keeps vals.values (no
+// copy): vals must not be used to build another record.
+func newRecord(obj any, data []byte, old *record, vals indexValues) (rec *record, changed bool) {
 	rec = &record{obj: obj}
+	if data != nil {
+		rec = &record{data: data}
+	}
 	if old != nil {
 		rec.vals = old.vals
 	}
@@ -208,6 +261,7 @@ func (ix *Indexer) Delete(obj any) error {
 // changed them meanwhile).
 func (ix *Indexer) put(key string, obj any) error {
 	vals := ix.table.Load().funcs.compute(obj)
+	data := ix.encode(key, obj)
 	h := keyHash(key)
 	ix.writeMu.Lock()
 	defer ix.writeMu.Unlock()
@@ -218,7 +272,8 @@ func (ix *Indexer) put(key string, obj any) error {
 	slot := t.shardOf(h)
 	s := slot.Load()
 	e, old, found := s.entryFor(h, key)
-	rec, changed := newRecord(obj, old, vals)
+	rec, changed := newRecord(obj, data, old, vals)
+	t.account(old, rec)
 	// The record first, then the indexes: a reader that finds the entry in
 	// a bucket checks that the record it loads is filed there.
 	e.rec.Store(rec)
@@ -249,6 +304,7 @@ func (t *shardTable) remove(key string) {
 	e.rec.Store(nil)
 	slot.Store(s.without(i))
 	t.refile(key, e, old, nil)
+	t.account(old, nil)
 	t.size.Add(-1)
 }
 
@@ -318,8 +374,10 @@ func newerRV(obj any, cur string) string {
 func (ix *Indexer) List() []any {
 	t := ix.table.Load()
 	out := make([]any, 0, t.size.Load()+16)
-	t.each(func(_ string, r *record) bool {
-		out = append(out, r.obj)
+	t.each(func(key string, r *record) bool {
+		if obj, err := ix.read(key, r); err == nil {
+			out = append(out, obj)
+		}
 		return true
 	})
 	yieldAfter(len(out))
@@ -350,10 +408,13 @@ func (ix *Indexer) Get(obj any) (item any, exists bool, err error) {
 	return ix.GetByKey(key)
 }
 
-// GetByKey returns the object stored under key. The error is always nil.
+// GetByKey returns the object stored under key. The error is nil unless
+// compact storage is on and the stored bytes cannot be decoded (then exists
+// is true and item nil).
 func (ix *Indexer) GetByKey(key string) (item any, exists bool, err error) {
 	if r := ix.table.Load().get(key); r != nil {
-		return r.obj, true, nil
+		obj, err := ix.read(key, r)
+		return obj, true, err
 	}
 	return nil, false, nil
 }
@@ -392,7 +453,7 @@ func (ix *Indexer) build(list []any, funcs *indexFuncs, rv string) (*shardTable,
 		if err := vals.err(key); err != nil {
 			errs = append(errs, err)
 		}
-		rec, _ := newRecord(obj, nil, vals)
+		rec, _ := newRecord(obj, ix.encode(key, obj), nil, vals)
 		t.fill(key, rec)
 	}
 	t.sortShards()
@@ -454,19 +515,21 @@ func (ix *Indexer) Index(indexName string, obj any) ([]any, error) {
 	}
 	idx := t.indices.Load().byName[i]
 	if len(values) == 1 {
-		return t.bucketObjects(idx, i, values[0]), nil
+		return ix.bucketObjects(t, idx, i, values[0]), nil
 	}
 	seen := map[*entry]struct{}{}
 	var out []any
 	for _, v := range values {
 		b, _ := idx.get(v)
-		b.each(func(_ string, e *entry) bool {
+		b.each(func(key string, e *entry) bool {
 			if _, dup := seen[e]; dup {
 				return true
 			}
 			if r := e.rec.Load(); r.filedUnder(i, v) {
 				seen[e] = struct{}{}
-				out = append(out, r.obj)
+				if obj, err := ix.read(key, r); err == nil {
+					out = append(out, obj)
+				}
 			}
 			return true
 		})
@@ -483,14 +546,16 @@ func (t *shardTable) index(name string) (int, trie[bucket], bool) {
 	return i, t.indices.Load().byName[i], true
 }
 
-// bucketObjects returns the objects filed under value in idx (index i):
-// those of the bucket's entries whose current record is filed there.
-func (t *shardTable) bucketObjects(idx trie[bucket], i int, value string) []any {
+// bucketObjects returns the objects filed under value in idx (index i of
+// t): those of the bucket's entries whose current record is filed there.
+func (ix *Indexer) bucketObjects(t *shardTable, idx trie[bucket], i int, value string) []any {
 	b, _ := idx.get(value)
 	out := make([]any, 0, b.Len())
-	b.each(func(_ string, e *entry) bool {
+	b.each(func(key string, e *entry) bool {
 		if r := e.rec.Load(); r.filedUnder(i, value) {
-			out = append(out, r.obj)
+			if obj, err := ix.read(key, r); err == nil {
+				out = append(out, obj)
+			}
 		}
 		return true
 	})
@@ -558,7 +623,7 @@ func (ix *Indexer) ByIndex(indexName, indexedValue string) ([]any, error) {
 	if !ok {
 		return nil, errNoIndex(indexName)
 	}
-	return t.bucketObjects(idx, i, indexedValue), nil
+	return ix.bucketObjects(t, idx, i, indexedValue), nil
 }
 
 // GetIndexers returns a copy of the index functions.
@@ -606,7 +671,19 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	next := newShardTable(funcs, int(cur.size.Load()), *cur.rv.Load())
 	var errs []error
 	cur.each(func(key string, r *record) bool {
-		newVals := added.compute(r.obj)
+		obj := r.obj
+		if r.data != nil {
+			var err error
+			if obj, err = ix.decode(key, r.data); err != nil {
+				// Not filed in the new indexes; kept in the store.
+				errs = append(errs, err)
+				obj = nil
+			}
+		}
+		newVals := indexValues{funcs: added, values: make([][]string, len(added.names))}
+		if obj != nil {
+			newVals = added.compute(obj)
+		}
 		if err := newVals.err(key); err != nil {
 			errs = append(errs, err)
 		}
@@ -619,7 +696,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 				vals.values[i] = r.filed(k)
 			}
 		}
-		rec, _ := newRecord(r.obj, nil, vals)
+		rec, _ := newRecord(r.obj, r.data, nil, vals)
 		next.fill(key, rec)
 		return true
 	})

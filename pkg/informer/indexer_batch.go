@@ -82,19 +82,21 @@ func (b *writeBatch) privateShard(slot uint64, extra int) *shard {
 // put stores obj under key, as Indexer.put does. It returns the errors of
 // failing index functions (the object is stored, not filed in those).
 func (b *writeBatch) put(key string, obj any) error {
-	_, err := b.swap(key, obj)
+	_, _, err := b.swap(key, obj)
 	return err
 }
 
 // swap is put that also returns the record it replaced (nil when key was
-// absent), so the pop loop looks each key up once.
-func (b *writeBatch) swap(key string, obj any) (*record, error) {
+// absent) and the one it stored, so the pop loop looks each key up once.
+func (b *writeBatch) swap(key string, obj any) (old, rec *record, err error) {
 	vals := b.t.funcs.compute(obj)
+	data := b.ix.encode(key, obj)
 	h := keyHash(key)
 	slot := b.slotOf(h)
 	e, old, found := b.shard(slot).entryFor(h, key)
-	rec, changed := newRecord(obj, old, vals)
+	rec, changed := newRecord(obj, data, old, vals)
 	e.rec.Store(rec)
+	b.t.account(old, rec)
 	if !found {
 		p := b.privateShard(slot, 1)
 		p.entries = append(p.entries, shardEntry{hash: h, key: key, e: e})
@@ -104,7 +106,7 @@ func (b *writeBatch) swap(key string, obj any) (*record, error) {
 		b.refile(key, e, old, rec)
 	}
 	b.observeRV(obj)
-	return old, vals.err(key)
+	return old, rec, vals.err(key)
 }
 
 // remove deletes key and its index entries; it reports whether key was
@@ -129,6 +131,7 @@ func (b *writeBatch) take(key string) *record {
 	p.entries[last] = shardEntry{}
 	p.entries = p.entries[:last]
 	b.refile(key, e, old, nil)
+	b.t.account(old, nil)
 	b.added--
 	return old
 }

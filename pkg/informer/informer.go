@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,6 +86,19 @@ type Options struct {
 	// progress" line this often; 0 = DefaultListProgressInterval (5s),
 	// negative = never.
 	ListProgressInterval time.Duration
+
+	// StorageCodec turns on compact storage (see IndexerOptions.Codec): the
+	// store holds every object encoded, after the transform, and decodes it
+	// on every read, so GetStore/GetIndexer reads return objects of their
+	// own. Handlers get the objects the Reflector decoded (new objects of
+	// their own too); the old object of an OnUpdate is decoded from the
+	// store's bytes once, when the first handler is about to receive it, and
+	// shared by every handler (never decoded when no handler is registered).
+	// Objects the codec cannot encode are kept decoded; every codec error is
+	// counted (deltacache_informer_storage_codec_errors_total) and logged
+	// once per key. nil = objects stored as received (client-go's
+	// behaviour). NewProtobufCodec gives the codec of built-in kinds.
+	StorageCodec StorageCodec
 }
 
 // SharedIndexInformer is our implementation of toolscache.SharedIndexInformer:
@@ -139,6 +153,8 @@ type SharedIndexInformer struct {
 	resyncWake        chan struct{}
 	// obs is the informer's metric state, set once by Run.
 	obs atomic.Pointer[informerMetrics]
+	// codecErrs are the keys whose storage codec errors were logged.
+	codecErrs codecErrors
 }
 
 // NewSharedIndexInformer returns an informer for the objects lw lists and
@@ -167,7 +183,8 @@ func NewSharedIndexInformer(
 	if s.name == "" {
 		s.name = objectTypeName(exampleObject)
 	}
-	s.indexer = NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers)
+	s.indexer = NewIndexerWithOptions(toolscache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers,
+		IndexerOptions{Codec: opts.StorageCodec, OnCodecError: s.codecError})
 	s.fifo = NewDeltaFIFO(DeltaFIFOOptions{
 		KeyFunction:  toolscache.DeletionHandlingMetaNamespaceKeyFunc,
 		KnownObjects: s.indexer,
@@ -432,11 +449,10 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 		reg.nextResync = s.clock.Now().Add(period)
 	}
 	if s.started {
-		for _, key := range s.indexer.ListKeys() {
-			if obj, ok, _ := s.indexer.GetByKey(key); ok {
-				reg.enqueue(key, notification{kind: noteAdd, newObj: obj, initial: true})
-			}
-		}
+		s.indexer.table.Load().each(func(key string, r *record) bool {
+			reg.enqueue(key, notification{kind: noteAdd, newObj: s.indexer.handlerObject(key, r), initial: true})
+			return true
+		})
 		reg.start()
 	}
 	if s.syncMarked {
@@ -590,7 +606,7 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 				notes = append(notes, batchNote{key: key, n: notification{kind: noteDelete, newObj: d.Object}})
 				continue
 			}
-			old, err := w.swap(key, d.Object)
+			old, rec, err := w.swap(key, d.Object)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -598,8 +614,12 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 				notes = append(notes, batchNote{key: key, n: notification{kind: noteAdd, newObj: d.Object, initial: p.initial}})
 				continue
 			}
-			isSync := d.Type == Sync || (d.Type == Replaced && sameResourceVersion(old.obj, d.Object))
-			n := notification{kind: noteUpdate, oldObj: old.obj, newObj: d.Object}
+			isSync := d.Type == Sync || (d.Type == Replaced && sameStored(old, rec, d.Object))
+			var oldObj any
+			if len(s.handlers) > 0 {
+				oldObj = s.indexer.handlerObject(key, old)
+			}
+			n := notification{kind: noteUpdate, oldObj: oldObj, newObj: d.Object}
 			notes = append(notes, batchNote{key: key, n: n, isSync: isSync})
 		}
 	}
@@ -627,6 +647,20 @@ func (s *SharedIndexInformer) distribute(key string, n notification, isSync bool
 		}
 		h.enqueue(key, n)
 	}
+}
+
+// sameStored reports whether the record old, replaced by rec (of obj),
+// held the same resourceVersion: for two encodings, whether they are equal
+// (an object's resourceVersion is part of its encoding, and the same
+// resourceVersion is the same object); else by comparing resourceVersions.
+func sameStored(old, rec *record, obj any) bool {
+	if old.data != nil && rec.data != nil {
+		return bytes.Equal(old.data, rec.data)
+	}
+	if old.data != nil {
+		return false
+	}
+	return sameResourceVersion(old.obj, obj)
 }
 
 func sameResourceVersion(a, b any) bool {

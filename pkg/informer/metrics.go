@@ -113,6 +113,9 @@ type Metrics struct {
 	errors         *prometheus.CounterVec
 	handlerLatency *prometheus.HistogramVec
 	handlerPanics  *prometheus.CounterVec
+	codecErrors    *prometheus.CounterVec
+
+	storedBytes, storedObjects *prometheus.Desc
 
 	objects, synced, syncDuration, lastEventAge, resourceVersion, fifoDepth, pendingKeys *prometheus.Desc
 
@@ -181,6 +184,15 @@ func NewMetrics() *Metrics {
 			[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}, "handler"),
 		handlerPanics: counter("deltacache_handler_panics_total",
 			"Event handler calls that panicked (recovered unless CrashOnHandlerPanic).", "handler"),
+		codecErrors: counter("deltacache_informer_storage_codec_errors_total",
+			"Objects the storage codec of compact storage could not encode (kept decoded) or decode (left out "+
+				"of the read), by op (encode, decode).", "op"),
+
+		storedBytes: gauge("deltacache_informer_stored_bytes",
+			"Bytes of the encoded objects held in the informer's store (compact storage; the payload, "+
+				"without the store's structure); 0 when objects are held decoded."),
+		storedObjects: gauge("deltacache_informer_stored_objects",
+			"Objects in the informer's store by form: encoded (compact storage) or decoded.", "form"),
 
 		objects: gauge("deltacache_informer_objects",
 			"Objects in the informer's store."),
@@ -212,7 +224,7 @@ type vec interface {
 func (m *Metrics) vecs() []vec {
 	return []vec{m.listRequests, m.listPages, m.listObjects, m.listDuration,
 		m.watchStarts, m.watchEvents, m.watchBookmarks, m.watchDuration, m.relists, m.errors,
-		m.handlerLatency, m.handlerPanics}
+		m.handlerLatency, m.handlerPanics, m.codecErrors}
 }
 
 // Describe implements prometheus.Collector.
@@ -220,7 +232,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.vecs() {
 		c.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{m.objects, m.synced, m.syncDuration, m.lastEventAge,
+	for _, d := range []*prometheus.Desc{m.storedBytes, m.storedObjects, m.objects, m.synced, m.syncDuration, m.lastEventAge,
 		m.resourceVersion, m.fifoDepth, m.pendingKeys} {
 		ch <- d
 	}
@@ -229,6 +241,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // aggregate is the scrape-time state of the running informers of one label set.
 type aggregate struct {
 	objects, fifo   float64
+	encoded, bytes  float64
 	allSynced       bool
 	maxSyncDuration float64
 	maxAge          float64
@@ -254,7 +267,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			a = &aggregate{allSynced: true, pending: map[string]float64{}}
 			groups[im.labels] = a
 		}
-		a.objects += float64(s.indexer.Len())
+		stored := s.indexer.StoredStats()
+		a.objects += float64(stored.Objects)
+		a.encoded += float64(stored.Encoded)
+		a.bytes += float64(stored.EncodedBytes)
 		a.fifo += float64(s.fifo.Len())
 		if d, ok := im.syncDuration(); ok {
 			a.maxSyncDuration = max(a.maxSyncDuration, d.Seconds())
@@ -281,6 +297,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(lv, extra...)...)
 		}
 		gauge(m.objects, a.objects)
+		gauge(m.storedBytes, a.bytes)
+		gauge(m.storedObjects, a.encoded, "encoded")
+		gauge(m.storedObjects, a.objects-a.encoded, "decoded")
 		gauge(m.fifoDepth, a.fifo)
 		gauge(m.lastEventAge, a.maxAge)
 		if a.allSynced {
@@ -315,6 +334,8 @@ func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.
 		errors:         m.errors.MustCurryWith(labels.prometheusLabels()),
 		handlerLatency: m.handlerLatency.MustCurryWith(labels.prometheusLabels()),
 		handlerPanics:  m.handlerPanics.MustCurryWith(labels.prometheusLabels()),
+		encodeErrors:   m.codecErrors.WithLabelValues(append(lv, "encode")...),
+		decodeErrors:   m.codecErrors.WithLabelValues(append(lv, "decode")...),
 	}
 	for i, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
 		im.watchEvents[i] = m.watchEvents.WithLabelValues(append(lv, string(t))...)
@@ -368,6 +389,7 @@ type informerMetrics struct {
 	errors                               *prometheus.CounterVec
 	handlerLatency                       prometheus.ObserverVec
 	handlerPanics                        *prometheus.CounterVec
+	encodeErrors, decodeErrors           prometheus.Counter
 
 	// lastActivity and syncedAfter are durations since start, in nanoseconds
 	// (so that they keep the clock's monotonic reading); syncedAfter is -1

@@ -33,6 +33,9 @@ type shardTable struct {
 	indices atomic.Pointer[indexSet]
 	size    atomic.Int64
 	rv      atomic.Pointer[string]
+	// encoded counts the records held encoded, encodedBytes their bytes
+	// (compact storage; see Indexer.StoredStats).
+	encoded, encodedBytes atomic.Int64
 }
 
 // indexSet is an immutable set of indexes, aligned with indexFuncs.names:
@@ -65,10 +68,31 @@ type shardEntry struct {
 
 // record is one stored object and, per index (aligned with indexFuncs.names),
 // the values it is filed under (nil: not filed, also after an error). It is
-// immutable; a write replaces it.
+// immutable; a write replaces it. With compact storage, data holds the
+// object's encoding and obj is nil (obj is set for an object the codec could
+// not encode).
 type record struct {
 	obj  any
+	data []byte
 	vals [][]string
+}
+
+// account adds the change from old to rec (either may be nil) to t's
+// encoded counters (writer only, or a table not yet published).
+func (t *shardTable) account(old, rec *record) {
+	var n, bytes int64
+	if old != nil && old.data != nil {
+		n, bytes = n-1, bytes-int64(len(old.data))
+	}
+	if rec != nil && rec.data != nil {
+		n, bytes = n+1, bytes+int64(len(rec.data))
+	}
+	if n != 0 {
+		t.encoded.Add(n)
+	}
+	if bytes != 0 {
+		t.encodedBytes.Add(bytes)
+	}
 }
 
 // filed returns the values r is filed under in index i.
@@ -193,6 +217,7 @@ func (t *shardTable) fill(key string, rec *record) {
 	e.rec.Store(rec)
 	s.entries = append(s.entries, shardEntry{hash: h, key: key, e: e})
 	t.size.Add(1)
+	t.account(nil, rec)
 }
 
 // sortShards sorts every shard of a table filled with fill by key, keeping
@@ -207,6 +232,7 @@ func (t *shardTable) sortShards() {
 		out := s.entries[:0]
 		for j, se := range s.entries {
 			if j+1 < len(s.entries) && s.entries[j+1].key == se.key {
+				t.account(se.e.rec.Load(), nil)
 				continue
 			}
 			out = append(out, se)
@@ -255,6 +281,8 @@ func (t *shardTable) grownTo(bits uint8) *shardTable {
 	}
 	g.indices.Store(t.indices.Load())
 	g.size.Store(t.size.Load())
+	g.encoded.Store(t.encoded.Load())
+	g.encodedBytes.Store(t.encodedBytes.Load())
 	g.rv.Store(t.rv.Load())
 	return g
 }

@@ -1,0 +1,172 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Compact storage: the Indexer's side of IndexerOptions.Codec. Writes encode
+// (encode), reads decode (read); objects the codec cannot encode stay decoded
+// and are deep-copied on read, so every read returns an object of its own.
+
+// encode returns obj's encoding, or nil when compact storage is off or obj
+// cannot be encoded (reported to OnCodecError; obj is then kept decoded).
+func (ix *Indexer) encode(key string, obj any) []byte {
+	if ix.codec == nil {
+		return nil
+	}
+	if _, ok := obj.(runtime.Object); !ok {
+		// Tombstones and foreign values written through the Store
+		// interface are kept as given.
+		return nil
+	}
+	data, err := ix.codec.Encode(obj)
+	if err != nil {
+		ix.codecError(key, fmt.Errorf("encode: %w", err))
+		return nil
+	}
+	if data == nil {
+		// An empty encoding (a zero object) is still an encoding.
+		data = []byte{}
+	}
+	return data
+}
+
+// decode decodes data stored under key.
+func (ix *Indexer) decode(key string, data []byte) (any, error) {
+	obj, err := ix.codec.Decode(data)
+	if err != nil {
+		err = decodeError{err}
+		ix.codecError(key, err)
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (ix *Indexer) codecError(key string, err error) {
+	if ix.onCodecError != nil {
+		ix.onCodecError(key, err)
+	}
+}
+
+// read returns what a read of key's record r hands out: the stored pointer
+// without compact storage; with it, a decoded object, or a deep copy of an
+// object kept decoded.
+func (ix *Indexer) read(key string, r *record) (any, error) {
+	if r.data != nil {
+		return ix.decode(key, r.data)
+	}
+	if ix.codec != nil {
+		if ro, ok := r.obj.(runtime.Object); ok {
+			return ro.DeepCopyObject(), nil
+		}
+	}
+	return r.obj, nil
+}
+
+// handlerObject returns what handlers get for key's record r: the stored
+// object, or for an encoded record a lazyObject that is decoded once, when
+// a handler is about to receive it (never when no handler does, or when a
+// later notification of the key replaces it first).
+func (ix *Indexer) handlerObject(key string, r *record) any {
+	if r.data == nil {
+		return r.obj
+	}
+	return &lazyObject{ix: ix, key: key, data: r.data}
+}
+
+// lazyObject is an encoded object in a handler notification, decoded on
+// first use and then shared by every handler that receives it (as client-go
+// shares one old object among handlers).
+type lazyObject struct {
+	ix   *Indexer
+	key  string
+	data []byte
+	once sync.Once
+	obj  any
+}
+
+// get returns the decoded object; nil if it cannot be decoded (reported to
+// the Indexer's OnCodecError).
+func (l *lazyObject) get() any {
+	l.once.Do(func() {
+		l.obj, _ = l.ix.decode(l.key, l.data)
+		l.data = nil
+	})
+	return l.obj
+}
+
+// resolveObject returns o, decoded if it is a lazyObject.
+func resolveObject(o any) any {
+	if l, ok := o.(*lazyObject); ok {
+		return l.get()
+	}
+	return o
+}
+
+// maxCodecErrorKeys bounds the keys an informer remembers having logged a
+// codec error for: past it, further keys are counted but not logged.
+const maxCodecErrorKeys = 1000
+
+// codecErrors remembers the keys whose codec errors were logged.
+type codecErrors struct {
+	mu         sync.Mutex
+	logged     map[string]struct{}
+	suppressed bool
+}
+
+// codecError counts a codec error of key and logs it once per key (the
+// Indexer's OnCodecError).
+func (s *SharedIndexInformer) codecError(key string, err error) {
+	if im := s.obs.Load(); im != nil {
+		if isDecodeError(err) {
+			im.decodeErrors.Inc()
+		} else {
+			im.encodeErrors.Inc()
+		}
+	}
+	c := &s.codecErrs
+	c.mu.Lock()
+	_, seen := c.logged[key]
+	first := !seen && len(c.logged) < maxCodecErrorKeys
+	suppress := !seen && !first && !c.suppressed
+	if first {
+		if c.logged == nil {
+			c.logged = map[string]struct{}{}
+		}
+		c.logged[key] = struct{}{}
+	}
+	if suppress {
+		c.suppressed = true
+	}
+	c.mu.Unlock()
+	if !first && !suppress {
+		return
+	}
+	s.mu.Lock()
+	log := s.log
+	s.mu.Unlock()
+	switch {
+	case first && isDecodeError(err):
+		log.Error(err, "Could not decode stored object; it is left out of reads", "key", key)
+	case first:
+		log.Error(err, "Could not encode object for compact storage; it is kept decoded", "key", key)
+	case suppress:
+		log.Error(err, "Codec errors of further keys are counted but no longer logged", "key", key,
+			"keysLogged", maxCodecErrorKeys)
+	}
+}
+
+// decodeError marks errors of Indexer.decode.
+type decodeError struct{ err error }
+
+func (e decodeError) Error() string { return "decode: " + e.err.Error() }
+func (e decodeError) Unwrap() error { return e.err }
+
+func isDecodeError(err error) bool {
+	_, ok := errors.AsType[decodeError](err)
+	return ok
+}

@@ -1,0 +1,119 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// StorageCodec turns the objects an Indexer stores into a compact serialized
+// form and back (compact storage, Options.StorageCodec). The Indexer encodes
+// every object it is given (after the informer's transform) and decodes the
+// stored bytes on every read, so a read returns an object of its own: that
+// decode replaces the deep copy a careful reader makes (Get and List of
+// pkg/cache, controller-runtime's cache), instead of adding to it.
+//
+// Implementations must be safe for concurrent use: the informer's writer
+// encodes while readers decode.
+type StorageCodec interface {
+	// Encode returns the compact form of obj. It must not keep obj or
+	// modify it. An error keeps obj stored decoded (counted and logged by
+	// the Indexer); it is never dropped.
+	Encode(obj any) ([]byte, error)
+	// Decode returns a new object equal to the one data was encoded from,
+	// of the same Go type. The Indexer never modifies data after Encode
+	// returned it, so the result may alias it (strings pointing into data),
+	// but the result must share no mutable memory with data ([]byte fields
+	// copied): the caller owns it and may modify it.
+	Decode(data []byte) (any, error)
+}
+
+// DecoderInto is implemented by StorageCodecs that can decode into an object
+// the caller provides (for example an element of a list's Items), saving an
+// allocation and a copy per object. dst is a pointer to a zero value of the
+// codec's Go type.
+type DecoderInto interface {
+	DecodeInto(data []byte, dst any) error
+}
+
+// protoMessage is what Kubernetes' generated protobuf code gives every API
+// type: its encoding without the runtime.Unknown envelope, and the inverse.
+type protoMessage interface {
+	Marshal() ([]byte, error)
+	Unmarshal(data []byte) error
+}
+
+// ProtobufCodec stores objects of one Go type of Kubernetes' API (built-in
+// kinds such as *corev1.Pod, and *metav1.PartialObjectMetadata) as their
+// protobuf encoding, the one the API server sends, without its envelope.
+// TypeMeta is not part of that encoding: the codec restores the
+// apiVersion/kind of the objects it encodes (all objects of one informer
+// carry the same, or none) on every decoded object.
+type ProtobufCodec struct {
+	typ reflect.Type // the struct type T of *T
+	// gvk is the GroupVersionKind last seen on an encoded object, nil while
+	// every object had none.
+	gvk atomic.Pointer[schema.GroupVersionKind]
+}
+
+var (
+	_ StorageCodec = (*ProtobufCodec)(nil)
+	_ DecoderInto  = (*ProtobufCodec)(nil)
+)
+
+// ErrNoProtobuf is returned by NewProtobufCodec for a type without
+// generated protobuf methods (CRD types, unstructured objects).
+var ErrNoProtobuf = errors.New("type has no generated protobuf Marshal/Unmarshal methods")
+
+// NewProtobufCodec returns the protobuf codec of example's Go type, a pointer
+// to a struct with generated Marshal and Unmarshal methods (every type of
+// k8s.io/api, metav1.PartialObjectMetadata). It returns an error wrapping
+// ErrNoProtobuf for other types.
+func NewProtobufCodec(example runtime.Object) (*ProtobufCodec, error) {
+	t := reflect.TypeOf(example)
+	if _, ok := example.(protoMessage); !ok || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%T: %w", example, ErrNoProtobuf)
+	}
+	return &ProtobufCodec{typ: t.Elem()}, nil
+}
+
+// Encode returns obj's protobuf encoding; an error for an object of another
+// Go type than the codec's.
+func (c *ProtobufCodec) Encode(obj any) ([]byte, error) {
+	if reflect.TypeOf(obj) != reflect.PointerTo(c.typ) {
+		return nil, fmt.Errorf("protobuf codec of %v cannot encode %T", c.typ, obj)
+	}
+	if ro, ok := obj.(runtime.Object); ok {
+		if gvk := ro.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
+			if cur := c.gvk.Load(); cur == nil || *cur != gvk {
+				c.gvk.Store(&gvk)
+			}
+		}
+	}
+	return obj.(protoMessage).Marshal()
+}
+
+// Decode returns a new *T decoded from data, with the codec's GVK set.
+func (c *ProtobufCodec) Decode(data []byte) (any, error) {
+	obj := reflect.New(c.typ).Interface()
+	if err := c.DecodeInto(data, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// DecodeInto decodes data into dst, a pointer to a zero T, and sets the
+// codec's GVK on it.
+func (c *ProtobufCodec) DecodeInto(data []byte, dst any) error {
+	if err := dst.(protoMessage).Unmarshal(data); err != nil {
+		return err
+	}
+	if gvk := c.gvk.Load(); gvk != nil {
+		dst.(runtime.Object).GetObjectKind().SetGroupVersionKind(*gvk)
+	}
+	return nil
+}
