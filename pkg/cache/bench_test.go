@@ -302,7 +302,7 @@ func BenchmarkStoredPodHeap10k(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := newTestCache(b, newFakeAPI(b), crcache.Options{}, bc.options...)
-			transform := c.storeTransform(gvkPod, nil, nil)
+			transform := c.storeTransform(gvkPod, nil, nil, false)
 			var bytesPerPod float64
 			for b.Loop() {
 				before := heapInUse()

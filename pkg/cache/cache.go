@@ -58,6 +58,8 @@ type Cache struct {
 	metadataClient metadata.Interface
 
 	settings                    Config
+	// storageFor is Config.StorageFor by GVK.
+	storageFor map[schema.GroupVersionKind]StorageMode
 	scopes                      *scopeResolver
 	readerFailOnMissingInformer bool
 	watchErrorHandler           toolscache.WatchErrorHandlerWithContext
@@ -149,6 +151,10 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 	if err != nil {
 		return nil, err
 	}
+	storageFor, err := resolveStorageFor(settings.StorageFor, opts.Scheme)
+	if err != nil {
+		return nil, err
+	}
 
 	// The dynamic and metadata clients bring their own serializers.
 	plain := rest.CopyConfig(cfg)
@@ -173,6 +179,7 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 		metadataClient:              metadataClient,
 		settings:                    settings,
 		scopes:                      scopes,
+		storageFor:                  storageFor,
 		readerFailOnMissingInformer: opts.ReaderFailOnMissingInformer,
 		watchErrorHandler:           opts.DefaultWatchErrorHandler,
 		log:                         settings.Logger,

@@ -25,6 +25,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deltacache/deltacache/pkg/informer"
 )
@@ -109,6 +110,21 @@ type Config struct {
 	// MutationCheckPeriod is the period of the detector's full comparison.
 	// Zero value: one second (client-go's cache mutation detector's period).
 	MutationCheckPeriod time.Duration
+
+	// Storage is how the objects of every kind are held: compact (encoded, decoded on
+	// every read, which replaces the deep copy a read makes anyway) or decoded.
+	// Zero value (StorageAuto, unless the environment variable DELTACACHE_STORAGE is
+	// "Compact" or "Decoded" when the cache is built): compact where it wins, measured — built-in kinds and
+	// metadata-only objects as protobuf, unstructured objects as CBOR — and decoded for
+	// typed CRD types and for kinds read with UnsafeDisableDeepCopy (see StorageMode).
+	// With compact storage, objects handed to handlers and to UnsafeDisableDeepCopy
+	// readers are no longer the cache's own: modifying them cannot corrupt it.
+	Storage StorageMode
+
+	// StorageFor overrides Storage per kind, keyed like controller-runtime's
+	// cache.Options.ByObject (the object's GVK; every shape of the kind).
+	// Zero value: Storage applies to every kind.
+	StorageFor map[client.Object]StorageMode
 
 	// OnMutation receives every *MutationError the detector finds (except those
 	// returned by CheckMutations); it is called from the goroutine that found it
@@ -199,6 +215,12 @@ func WithMutationDetector(period time.Duration, onMutation func(err error)) Opti
 	}
 }
 
+// storageEnv is the environment variable that sets Config.Storage of every cache
+// built while it is "Compact" or "Decoded" and whose Config.Storage is StorageAuto:
+// `DELTACACHE_STORAGE=Decoded go test ./...` runs a whole suite with compact storage
+// off.
+const storageEnv = "DELTACACHE_STORAGE"
+
 // mutationDetectorEnv is the environment variable that turns the mutation detector
 // on for every cache built while it is "true".
 const mutationDetectorEnv = "DELTACACHE_MUTATION_DETECTOR"
@@ -227,6 +249,17 @@ func (c Config) complete() (Config, error) {
 	}
 	if c.MutationCheckPeriod < 0 {
 		errs = append(errs, fmt.Sprintf("mutation check period must not be negative, got %s", c.MutationCheckPeriod))
+	}
+	if c.Storage == StorageAuto {
+		switch v := os.Getenv(storageEnv); v {
+		case "", "Auto":
+		default:
+			c.Storage = StorageMode(v)
+		}
+	}
+	if !validStorageMode(c.Storage) {
+		errs = append(errs, fmt.Sprintf("invalid storage mode %q (Compact, Decoded or empty for Auto; %s sets the default)",
+			c.Storage, storageEnv))
 	}
 	if os.Getenv(mutationDetectorEnv) == "true" {
 		c.MutationDetector = true

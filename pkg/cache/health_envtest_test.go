@@ -100,15 +100,23 @@ func TestEnvtestReadyzFailsWithTheForbiddenErrorUntilRBACIsGranted(t *testing.T)
 
 	// Never a flood: each failed attempt logs one error line with the reason and the
 	// next delay, and at most one more (the WatchList stream's fallback to LIST).
-	lines := cacheLines()
-	var retries []string
-	for _, l := range lines {
-		if strings.Contains(l, `"msg"="list/watch failed; retrying"`) && strings.Contains(l, `"reason"="Forbidden"`) &&
-			strings.Contains(l, `"retryIn"=`) {
-			retries = append(retries, l)
+	// The readyz check can see the failed attempt's error before its retry line is
+	// logged: wait for that line first.
+	var lines, retries []string
+	eventually(t, 30*time.Second, func() error {
+		lines, retries = cacheLines(), nil
+		for _, l := range lines {
+			if strings.Contains(l, `"msg"="list/watch failed; retrying"`) && strings.Contains(l, `"reason"="Forbidden"`) &&
+				strings.Contains(l, `"retryIn"=`) {
+				retries = append(retries, l)
+			}
 		}
-	}
-	if len(retries) == 0 || len(lines) > 2*len(retries)+1 {
+		if len(retries) == 0 {
+			return fmt.Errorf("no retry line yet in %d lines", len(lines))
+		}
+		return nil
+	})
+	if len(lines) > 2*len(retries)+1 {
 		t.Errorf("%d lines for %d failed attempts:\n%s", len(lines), len(retries), strings.Join(lines, "\n"))
 	}
 	grantSprocketReader(t, "sprocket-watcher")

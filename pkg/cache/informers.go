@@ -112,6 +112,9 @@ type scopedInformer struct {
 	informer *informer.SharedIndexInformer
 	// indexer is the informer's live store, fetched once.
 	indexer toolscache.Indexer
+	// readsCopy: the store is compact, every read of it returns an object of its own
+	// (no deep copy needed).
+	readsCopy bool
 	// detector is the mutation detector of this informer's objects; nil when off.
 	detector *mutationDetector
 

@@ -30,6 +30,9 @@ import (
 type listItem struct {
 	obj  runtime.Object
 	copy bool
+	// own: obj is already the caller's (decoded from compact storage); copy means
+	// only that its GVK is set, as on a copy.
+	own bool
 }
 
 // setListItems replaces the items of list with items, in order, setting gvk on every
@@ -50,8 +53,11 @@ func setListItems(list runtime.Object, items []listItem, gvk schema.GroupVersion
 		args := make([]reflect.Value, 2)
 		for i, item := range items {
 			dst := slice.Index(i).Addr()
-			if !item.copy {
+			if !item.copy || item.own {
 				dst.Elem().Set(reflect.ValueOf(item.obj).Elem())
+				if item.copy {
+					dst.Interface().(runtime.Object).GetObjectKind().SetGroupVersionKind(gvk)
+				}
 				continue
 			}
 			args[0], args[1] = reflect.ValueOf(item.obj), dst
@@ -65,7 +71,9 @@ func setListItems(list runtime.Object, items []listItem, gvk schema.GroupVersion
 	for i, item := range items {
 		objs[i] = item.obj
 		if item.copy {
-			objs[i] = item.obj.DeepCopyObject()
+			if !item.own {
+				objs[i] = item.obj.DeepCopyObject()
+			}
 			objs[i].GetObjectKind().SetGroupVersionKind(gvk)
 		}
 	}

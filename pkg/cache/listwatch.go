@@ -65,6 +65,10 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 		if scope.namespace != "" {
 			name += " in namespace " + scope.namespace
 		}
+		codec, err := c.storageCodec(key, example, scope.unsafeDisableDeepCopy)
+		if err != nil {
+			return nil, err
+		}
 		var detector *mutationDetector
 		if c.settings.MutationDetector {
 			detector = newMutationDetector(name, c.clock, c.settings.MutationCheckPeriod, c.settings.OnMutation)
@@ -73,7 +77,7 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 			Name:                name,
 			ResyncPeriod:        jitter(scope.syncPeriod),
 			Indexers:            c.baseIndexers(),
-			Transform:           c.storeTransform(key.gvk, scope.transform, detector),
+			Transform:           c.storeTransform(key.gvk, scope.transform, detector, codec != nil),
 			WatchErrorHandler:   c.watchErrorHandler,
 			Logger:              c.log,
 			PageSize:            c.settings.ListPageSize,
@@ -81,13 +85,15 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 			Clock:               c.clock,
 			MetricLabels:        metricLabels(key),
 			CrashOnHandlerPanic: c.settings.CrashOnHandlerPanic,
+			StorageCodec:        codec,
 		})
 		e.scopes = append(e.scopes, &scopedInformer{
-			scope:    scope,
-			informer: inf,
-			indexer:  inf.GetIndexer(),
-			detector: detector,
-			stopped:  make(chan struct{}),
+			scope:     scope,
+			informer:  inf,
+			indexer:   inf.GetIndexer(),
+			readsCopy: codec != nil,
+			detector:  detector,
+			stopped:   make(chan struct{}),
 		})
 	}
 	if len(e.scopes) == 1 {

@@ -99,8 +99,8 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if s.detector != nil {
 		s.detector.check(storeKey, obj)
 	}
-	copied := !disableDeepCopy(s.scope.unsafeDisableDeepCopy, getOpts.UnsafeDisableDeepCopy)
-	if copied {
+	copied := !disableDeepCopy(s.scope.unsafeDisableDeepCopy, getOpts.UnsafeDisableDeepCopy) || s.readsCopy
+	if copied && !s.readsCopy {
 		obj = obj.DeepCopyObject()
 	}
 	outVal, objVal := reflect.ValueOf(out), reflect.ValueOf(obj)
@@ -177,7 +177,7 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 		if err != nil {
 			return err
 		}
-		copyItems := !disableDeepCopy(s.scope.unsafeDisableDeepCopy, listOpts.UnsafeDisableDeepCopy)
+		copyItems := !disableDeepCopy(s.scope.unsafeDisableDeepCopy, listOpts.UnsafeDisableDeepCopy) || s.readsCopy
 		if items == nil {
 			items = make([]listItem, 0, len(candidates))
 		}
@@ -201,7 +201,7 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 					s.detector.check(toolscache.MetaObjectToName(m).String(), obj)
 				}
 			}
-			items = append(items, listItem{obj: obj, copy: copyItems})
+			items = append(items, listItem{obj: obj, copy: copyItems, own: s.readsCopy})
 		}
 	}
 	if err := setListItems(list, items, gvk); err != nil {

@@ -77,8 +77,39 @@ func TestGetReturnsDeepCopyWithGVKSet(t *testing.T) {
 	}
 }
 
-func TestGetWithUnsafeDisableDeepCopySharesTheCachedObject(t *testing.T) {
+func TestUnsafeDisableDeepCopyReadsOfCompactStorageCannotCorruptTheCache(t *testing.T) {
 	c := readerFixture(t, crcache.Options{})
+	ctx := testCtx(t)
+	key := client.ObjectKey{Namespace: "a", Name: "web-1"}
+	var got corev1.ConfigMap
+	if err := c.Get(ctx, key, &got, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	if gvk := got.GroupVersionKind(); gvk != gvkConfigMap {
+		t.Errorf("GVK = %v, want %v", gvk, gvkConfigMap)
+	}
+	got.Data["probe"] = "mine"
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace("a"), client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		if gvk := list.Items[i].GroupVersionKind(); gvk != gvkConfigMap {
+			t.Errorf("List item GVK = %v, want %v", gvk, gvkConfigMap)
+		}
+		list.Items[i].Labels[appLabel] = "changed"
+	}
+	var again corev1.ConfigMap
+	if err := c.Get(ctx, key, &again); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.Data["probe"]; ok || again.Labels[appLabel] != webApp {
+		t.Errorf("a change to an UnsafeDisableDeepCopy result reached the cache: data %v labels %v", again.Data, again.Labels)
+	}
+}
+
+func TestGetWithUnsafeDisableDeepCopySharesTheCachedObjectOfDecodedStorage(t *testing.T) {
+	c := readerFixture(t, crcache.Options{}, WithoutCompactStorage())
 	ctx := testCtx(t)
 	key := client.ObjectKey{Namespace: "a", Name: "web-1"}
 

@@ -34,7 +34,8 @@ import (
 //  3. sets gvk again if the user's transform returned an object without one;
 //  4. strips metadata.managedFields, unless Config.KeepManagedFields;
 //  5. interns repeated metadata strings (see internTable), unless
-//     Config.DisableStringInterning;
+//     Config.DisableStringInterning or the informer's store is compact (its objects
+//     are held as bytes: shared strings would save nothing);
 //  6. records the object in detector, if the mutation detector is on.
 //
 // Steps 4–6 run after the user's transform so that they apply to the object that is
@@ -42,10 +43,13 @@ import (
 // metadata. Objects in the store, and so every object handed to handlers and
 // readers, carry their GVK.
 func (c *Cache) storeTransform(
-	gvk schema.GroupVersionKind, user toolscache.TransformFunc, detector *mutationDetector,
+	gvk schema.GroupVersionKind, user toolscache.TransformFunc, detector *mutationDetector, compact bool,
 ) toolscache.TransformFunc {
 	stripManagedFields := !c.settings.KeepManagedFields
 	intern := c.intern
+	if compact {
+		intern = nil
+	}
 	return func(in any) (any, error) {
 		obj, _ := in.(runtime.Object)
 		if obj != nil {

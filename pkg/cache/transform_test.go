@@ -165,8 +165,10 @@ func TestRepeatedMetadataStringsAreInternedUnlessDisabled(t *testing.T) {
 		options []Option
 		shared  bool
 	}{
-		{defaultNamespace, nil, true},
-		{"WithoutStringInterning", []Option{WithoutStringInterning()}, false},
+		{"decoded storage", []Option{WithoutCompactStorage()}, true},
+		{"WithoutStringInterning", []Option{WithoutCompactStorage(), WithoutStringInterning()}, false},
+		// Compact storage holds bytes; each read decodes strings of its own.
+		{"compact storage", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestCache(t, newFakeAPI(t, distinctPod("p1"), distinctPod("p2")), crcache.Options{}, tc.options...)

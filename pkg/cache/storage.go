@@ -1,0 +1,125 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cache
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/deltacache/deltacache/pkg/informer"
+)
+
+// StorageMode is how the cache holds the objects of a kind.
+type StorageMode string
+
+const (
+	// StorageAuto (the zero value) holds objects compact where that wins, measured
+	// (docs/benchmarks.md): built-in kinds as protobuf, metadata-only objects as
+	// protobuf, unstructured objects as CBOR; typed objects of kinds without protobuf
+	// (CRD types) decoded. A kind read with UnsafeDisableDeepCopy (by its ByObject,
+	// DefaultNamespaces entry or DefaultUnsafeDisableDeepCopy) is held decoded: its
+	// readers chose to share the cache's objects. So is every kind while the mutation
+	// detector is on (Config.MutationDetector): it looks for code that modifies objects
+	// shared with the cache, and only decoded storage shares them.
+	StorageAuto StorageMode = ""
+	// StorageCompact holds the kind's objects encoded whatever its shape (typed CRD
+	// types as CBOR) and also when it is read with UnsafeDisableDeepCopy.
+	StorageCompact StorageMode = "Compact"
+	// StorageDecoded holds the kind's objects decoded, as controller-runtime's cache.
+	StorageDecoded StorageMode = "Decoded"
+)
+
+// WithStorage sets how every kind's objects are held (see Config.Storage).
+func WithStorage(mode StorageMode) Option {
+	return func(c *Config) { c.Storage = mode }
+}
+
+// WithoutCompactStorage holds every kind's objects decoded, as controller-runtime's
+// cache does (WithStorage(StorageDecoded)); StorageFor entries still apply.
+func WithoutCompactStorage() Option { return WithStorage(StorageDecoded) }
+
+// WithStorageFor sets how the objects of the kinds of objs are held, overriding
+// Config.Storage for them (see Config.StorageFor). The kind is the object's GVK, as
+// for controller-runtime's ByObject: it applies to the typed, unstructured and
+// metadata-only informers of that kind. Several calls accumulate; a later one wins.
+func WithStorageFor(mode StorageMode, objs ...client.Object) Option {
+	return func(c *Config) {
+		if c.StorageFor == nil {
+			c.StorageFor = map[client.Object]StorageMode{}
+		}
+		for _, obj := range objs {
+			c.StorageFor[obj] = mode
+		}
+	}
+}
+
+// validStorageMode reports whether m is one of the StorageModes.
+func validStorageMode(m StorageMode) bool {
+	return m == StorageAuto || m == StorageCompact || m == StorageDecoded
+}
+
+// resolveStorageFor maps Config.StorageFor to GVKs with scheme.
+func resolveStorageFor(byObj map[client.Object]StorageMode, scheme *runtime.Scheme) (map[schema.GroupVersionKind]StorageMode, error) {
+	out := make(map[schema.GroupVersionKind]StorageMode, len(byObj))
+	for obj, mode := range byObj {
+		if !validStorageMode(mode) {
+			return nil, fmt.Errorf("deltacache: invalid storage mode %q for %T", mode, obj)
+		}
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return nil, fmt.Errorf("deltacache: storage mode for %T: %w", obj, err)
+		}
+		out[gvk] = mode
+	}
+	return out, nil
+}
+
+// storageCodec returns the codec of the informers of key whose scope reads with
+// unsafeDisableDeepCopy, or nil to hold their objects decoded (see StorageMode).
+func (c *Cache) storageCodec(key entryKey, example runtime.Object, unsafeDisableDeepCopy bool) (informer.StorageCodec, error) {
+	mode := c.settings.Storage
+	if m, ok := c.storageFor[key.gvk]; ok {
+		mode = m
+	}
+	switch {
+	case mode == StorageDecoded:
+		return nil, nil
+	case mode == StorageAuto && (unsafeDisableDeepCopy || c.settings.MutationDetector):
+		// The mutation detector looks for writers of objects shared with the cache;
+		// only decoded storage shares them.
+		return nil, nil
+	}
+	switch key.shape {
+	case shapeUnstructured:
+		return informer.NewUnstructuredCBORCodec(), nil
+	case shapeMetadata:
+		return informer.NewProtobufCodec(example)
+	}
+	if codec, err := informer.NewProtobufCodec(example); err == nil {
+		return codec, nil
+	}
+	if mode == StorageAuto {
+		// A typed kind without protobuf (a CRD type): CBOR makes its objects about
+		// half as large but a read several times dearer (docs/benchmarks.md).
+		return nil, nil
+	}
+	return informer.NewCBORCodec(example)
+}
