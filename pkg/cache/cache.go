@@ -57,9 +57,9 @@ type Cache struct {
 	dynamicClient  dynamic.Interface
 	metadataClient metadata.Interface
 
-	settings                    Config
+	settings Config
 	// storageFor is Config.StorageFor by GVK.
-	storageFor map[schema.GroupVersionKind]StorageMode
+	storageFor                  map[schema.GroupVersionKind]StorageMode
 	scopes                      *scopeResolver
 	readerFailOnMissingInformer bool
 	watchErrorHandler           toolscache.WatchErrorHandlerWithContext

@@ -270,27 +270,27 @@ func readCases() []conformanceCase {
 		{name: "per-call UnsafeDisableDeepCopy shares the cached object",
 			differs: "deltacache's compact storage gives every read an object of its own, also with UnsafeDisableDeepCopy",
 			run: func(t *testing.T, e *conformanceEnv) {
-			key := client.ObjectKey{Namespace: e.f.ns1, Name: "a"}
-			var first, second corev1.ConfigMap
-			for _, cm := range []*corev1.ConfigMap{&first, &second} {
-				if err := e.c.Get(e.ctx, key, cm, client.UnsafeDisableDeepCopy); err != nil {
+				key := client.ObjectKey{Namespace: e.f.ns1, Name: "a"}
+				var first, second corev1.ConfigMap
+				for _, cm := range []*corev1.ConfigMap{&first, &second} {
+					if err := e.c.Get(e.ctx, key, cm, client.UnsafeDisableDeepCopy); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var list corev1.ConfigMapList
+				if err := e.c.List(e.ctx, &list, client.InNamespace(e.f.ns1), client.MatchingLabels{"tier": "front"},
+					client.UnsafeDisableDeepCopy); err != nil {
 					t.Fatal(err)
 				}
-			}
-			var list corev1.ConfigMapList
-			if err := e.c.List(e.ctx, &list, client.InNamespace(e.f.ns1), client.MatchingLabels{"tier": "front"},
-				client.UnsafeDisableDeepCopy); err != nil {
-				t.Fatal(err)
-			}
-			if len(list.Items) != 1 {
-				t.Fatalf("%d items, want 1", len(list.Items))
-			}
-			shared := mapPointer(first.Data) == mapPointer(second.Data) &&
-				mapPointer(list.Items[0].Data) == mapPointer(first.Data)
-			if want := e.impl != implDeltacache; shared != want {
-				t.Errorf("reads with UnsafeDisableDeepCopy share the cached object: %t, want %t", shared, want)
-			}
-		}},
+				if len(list.Items) != 1 {
+					t.Fatalf("%d items, want 1", len(list.Items))
+				}
+				shared := mapPointer(first.Data) == mapPointer(second.Data) &&
+					mapPointer(list.Items[0].Data) == mapPointer(first.Data)
+				if want := e.impl != implDeltacache; shared != want {
+					t.Errorf("reads with UnsafeDisableDeepCopy share the cached object: %t, want %t", shared, want)
+				}
+			}},
 		{
 			name:    "per-call UnsafeDisableDeepCopy(false) under DefaultUnsafeDisableDeepCopy",
 			differs: "deltacache deep-copies when the call sets UnsafeDisableDeepCopy to false; controller-runtime ignores it",
