@@ -17,6 +17,7 @@ limitations under the License.
 package bench
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,6 +109,8 @@ func TestEvaluateAppliesBoundsInTheirDirection(t *testing.T) {
 	r.Add(SectionThroughput, ClientGo, Values{FigThroughput: {100}})
 	r.Add(SectionStuck, Deltacache, Values{FigStuckFew: {10}, FigStuckMany: {11}})
 	r.Add(SectionStuck, ClientGo, Values{FigStuckFew: {10}, FigStuckMany: {100}})
+	r.Add(SectionAPIServer, DeltacacheDefaults, Values{FigHeapPerPod: {1300}})
+	r.Add(SectionAPIServer, ControllerRuntime, Values{FigHeapPerPod: {5000}})
 	got := map[string]TargetResult{}
 	o := DefaultOptions()
 	o.Keys = 100 // stuck-handler floor: 0.098 MiB
@@ -126,7 +129,9 @@ func TestEvaluateAppliesBoundsInTheirDirection(t *testing.T) {
 		}
 	}
 	check("Sync time ≤ 0.8× client-go", true, true, 0.7)
-	check("Sync time ≤ 0.5× controller-runtime", false, false, 0)
+	check("Sync time ≤ 1.0× controller-runtime's", false, false, 0)
+	// Targets of deltacache's defaults read that contender, not the label-indexed one.
+	check("Heap per pod after sync ≤ 0.25× controller-runtime's default (deltacache's defaults)", true, false, 0.26)
 	check("In-process pipeline throughput ≥ 2× client-go's", true, false, 1.5)
 	const stuck = "Stuck-handler memory bounded by the number of keys (grows less than 1.5× from 10% to 100% of " +
 		"the events, or stays under 1 KiB per key)"
@@ -138,12 +143,13 @@ func TestEvaluateAppliesBoundsInTheirDirection(t *testing.T) {
 	// Growth beyond the bound misses, unless the memory held stays under the floor.
 	grown := Results{}
 	grown.Add(SectionStuck, Deltacache, Values{FigStuckFew: {0.01}, FigStuckMany: {0.05}})
-	if res := Evaluate(grown, Targets(o))[8]; res.Goal != stuck || !res.Met || res.Ratio != 5 {
+	stuckAt := slices.IndexFunc(Targets(o), func(t Target) bool { return t.Goal == stuck })
+	if res := Evaluate(grown, Targets(o))[stuckAt]; res.Goal != stuck || !res.Met || res.Ratio != 5 {
 		t.Errorf("tiny growing memory: %+v, want met with ratio 5 (under the floor)", res)
 	}
 	grown = Results{}
 	grown.Add(SectionStuck, Deltacache, Values{FigStuckFew: {1}, FigStuckMany: {5}})
-	if res := Evaluate(grown, Targets(o))[8]; res.Met {
+	if res := Evaluate(grown, Targets(o))[stuckAt]; res.Met {
 		t.Errorf("memory growing 5× above the floor: %+v, want missed", res)
 	}
 }
