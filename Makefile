@@ -63,14 +63,18 @@ vet: ## Run go vet against code.
 test: manifests generate fmt vet envtest ## Run unit and envtest suites (race detector on) against the control plane `make envtest` builds.
 	@assets="$$(bash hack/envtest-binaries.sh "$(LOCALBIN)")"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
-	KUBEBUILDER_ASSETS="$$assets" go test -race $$(go list ./... | grep -v /e2e) -coverprofile cover.out
+	KUBEBUILDER_ASSETS="$$assets" go test -race $$(go list ./... | grep -v /e2e) -coverprofile cover.out; \
+	echo "Again with compact storage off (DELTACACHE_STORAGE=Decoded): the cache and the demo operator"; \
+	KUBEBUILDER_ASSETS="$$assets" DELTACACHE_STORAGE=Decoded go test -race -count=1 ./pkg/cache/... ./internal/controller/...
 
 # The e2e suite runs the manager binary as a separate process against a real kube-apiserver
 # and etcd (the binaries `make envtest` builds): no Kind and no container engine needed.
 .PHONY: test-e2e
 test-e2e: manifests generate fmt vet envtest build ## Run the end-to-end suite: the built manager against a local control plane.
 	@assets="$$(bash hack/envtest-binaries.sh "$(LOCALBIN)")"; \
-	KUBEBUILDER_ASSETS="$$assets" MANAGER_BINARY="$(LOCALBIN)/manager" go test -tags=e2e ./test/e2e/ -v -ginkgo.v -timeout 15m
+	KUBEBUILDER_ASSETS="$$assets" MANAGER_BINARY="$(LOCALBIN)/manager" go test -tags=e2e ./test/e2e/ -v -ginkgo.v -timeout 15m; \
+	echo "Again with compact storage off (DELTACACHE_STORAGE=Decoded)"; \
+	KUBEBUILDER_ASSETS="$$assets" MANAGER_BINARY="$(LOCALBIN)/manager" DELTACACHE_STORAGE=Decoded go test -count=1 -tags=e2e ./test/e2e/ -timeout 15m
 
 # `make bench` measures deltacache against controller-runtime's cache and client-go's informer and
 # writes docs/benchmarks.md and docs/benchmarks.png: 20k pods on an envtest API server, then
