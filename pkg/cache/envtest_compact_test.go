@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -371,3 +372,69 @@ var (
 	appCRDOnce sync.Once
 	appCRDErr  error
 )
+
+func TestEnvtestObjectsTheCodecCannotEncodeStayReadableAndAreCountedAndLoggedOnce(t *testing.T) {
+	requireEnv(t)
+	ns := createNamespace(t, "badcodec")
+	ctx := envCtx(t)
+	newWidget := func(name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(widgetGVK)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		u.Object["spec"] = map[string]any{"size": int64(1)}
+		return u
+	}
+	for _, name := range []string{"w-bad", "w-ok"} {
+		create(t, newWidget(name))
+	}
+	// A transform that puts a value JSON cannot carry into one object.
+	addNaN := func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GetName() == "w-bad" {
+			u.Object["spec"].(map[string]any)["ratio"] = math.NaN()
+		}
+		return obj, nil
+	}
+	log, lines := capturingLogger()
+	c := startEnvCache(t, crcache.Options{DefaultTransform: addNaN}, dcache.WithLogger(log))
+
+	got := newWidget("w-bad")
+	if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
+		t.Fatalf("Get of the object the codec cannot encode: %v", err)
+	}
+	if r, _ := got.Object["spec"].(map[string]any)["ratio"].(float64); !math.IsNaN(r) {
+		t.Fatalf("spec.ratio = %v, want NaN (the transformed object, kept decoded)", got.Object["spec"])
+	}
+	// An update of it fails to encode again: counted, not logged again.
+	got.Object["spec"].(map[string]any)["size"] = int64(2)
+	delete(got.Object["spec"].(map[string]any), "ratio")
+	if err := k8sClient.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"group": widgetGVK.Group, "version": widgetGVK.Version, "kind": widgetGVK.Kind,
+		"shape": informer.ShapeUnstructured}
+	eventually(t, 30*time.Second, func() error {
+		s := crSeries(t, labels)
+		if s["deltacache_informer_storage_codec_errors_total{op=encode}"] != 2 ||
+			s["deltacache_informer_stored_objects{form=decoded}"] != 1 ||
+			s["deltacache_informer_stored_objects{form=encoded}"] != 1 || s["deltacache_informer_stored_bytes"] == 0 {
+			return fmt.Errorf("series %v, want 2 encode errors, 1 object decoded, 1 encoded", s)
+		}
+		return nil
+	})
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(widgetGVK.GroupVersion().WithKind("WidgetList"))
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) != 2 {
+		t.Fatalf("List = %d items, %v; want both widgets", len(list.Items), err)
+	}
+	var logged []string
+	for _, l := range lines() {
+		if strings.Contains(l, "Could not encode object for compact storage") {
+			logged = append(logged, l)
+		}
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], `"key"="`+ns+`/w-bad"`) ||
+		!strings.Contains(logged[0], "object.spec.ratio") {
+		t.Errorf("codec error lines %q, want one naming the key and the path of the value", logged)
+	}
+}

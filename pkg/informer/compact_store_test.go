@@ -351,6 +351,17 @@ func TestCompactStorageCodecErrorsAreLoggedOncePerKeyAndCounted(t *testing.T) {
 	if len(codecLines) != 1 || !strings.Contains(codecLines[0], `"key"="ns/bad"`) {
 		t.Fatalf("codec error log lines = %q, want one naming ns/bad", codecLines)
 	}
+	mu.Lock()
+	var synced []string
+	for _, l := range lines {
+		if strings.Contains(l, `"msg"="informer synced"`) {
+			synced = append(synced, l)
+		}
+	}
+	mu.Unlock()
+	if len(synced) != 1 || !strings.Contains(synced[0], `"encoded"=0`) || !strings.Contains(synced[0], `"storedBytes"=0`) {
+		t.Errorf("sync lines %q, want one with encoded=0 and storedBytes=0", synced)
+	}
 	series := gathered(t, reg, podLabels)
 	if n := series["deltacache_informer_storage_codec_errors_total{op=encode}"]; n != 4 {
 		t.Fatalf("encode errors counted = %v, want 4; series %v", n, series)

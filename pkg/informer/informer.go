@@ -560,8 +560,14 @@ func (s *SharedIndexInformer) markSynced() {
 	s.mu.Unlock()
 	s.obs.Load().markSynced()
 	stats, _ := r.LastListStats()
-	log.Info("informer synced", "objects", s.indexer.Len(),
-		"seconds", s.clock.Since(start).Seconds(), "pages", stats.Pages, "streamed", stats.WatchList)
+	stored := s.indexer.StoredStats()
+	kv := []any{"objects", stored.Objects,
+		"seconds", s.clock.Since(start).Seconds(), "pages", stats.Pages, "streamed", stats.WatchList}
+	if s.opts.StorageCodec != nil {
+		// Compact storage: what the objects' encodings weigh, to size memory from.
+		kv = append(kv, "encoded", stored.Encoded, "storedBytes", stored.EncodedBytes)
+	}
+	log.Info("informer synced", kv...)
 }
 
 // maxPopBatch is the most keys the pop loop takes from the DeltaFIFO at
