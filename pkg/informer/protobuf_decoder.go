@@ -1,0 +1,1061 @@
+package informer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// protoDecoder decodes the protobuf encoding that a Kubernetes API type's generated
+// Marshal method produces (no runtime.Unknown envelope) into a value of that type.
+//
+// It follows a plan compiled once per Go type from the type's protobuf struct tags: for
+// every field number, the field's offset and how to decode it. The result of a decode is
+// reflect.DeepEqual to what the type's generated Unmarshal gives on a zero value, with
+// two differences that callers must accept:
+//
+//   - strings of the result alias the input (no copy), so the input must never be
+//     modified after a decode (the store's encoded objects never are);
+//   - slices of structs and strings, and maps, are allocated at their final size, and
+//     pointers to scalars share a few small blocks, so a decode allocates far less.
+//
+// Types whose protobuf methods are written by hand (resource.Quantity, metav1.Time,
+// metav1.MicroTime, and any other type with an Unmarshal method and no protobuf tags)
+// are decoded by their own Unmarshal method on the field's bytes.
+//
+// A protoDecoder is immutable and safe for concurrent use.
+type protoDecoder struct {
+	typ  reflect.Type
+	plan *messagePlan
+}
+
+// newProtoDecoder compiles a decoding plan for the struct type t (e.g.
+// reflect.TypeOf(corev1.Pod{})), or returns an error naming the field it cannot plan.
+// Plans are cached per type, so a second decoder of the same type costs a map lookup.
+func newProtoDecoder(t reflect.Type) (*protoDecoder, error) {
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("protobuf decoder: %v is not a struct type", t)
+	}
+	mp, err := planMessage(t)
+	if err != nil {
+		return nil, err
+	}
+	return &protoDecoder{typ: t, plan: mp}, nil
+}
+
+// decodeInto decodes data into dst, a pointer to a value of the decoder's type that the
+// caller has zeroed. Strings of the result alias data, which the caller must never
+// modify afterwards; []byte fields are copies. On error dst holds a partial decode that
+// the caller must discard.
+func (d *protoDecoder) decodeInto(data []byte, dst unsafe.Pointer) error {
+	var st decodeState
+	return st.message(d.plan, dst, data)
+}
+
+// Errors of malformed input, the same values the generated code returns where it has
+// one of its own.
+var (
+	errProtoInvalidLength = errors.New("proto: negative length found during unmarshaling")
+	errProtoIntOverflow   = errors.New("proto: integer overflow")
+	errProtoEndOfGroup    = errors.New("proto: unexpected end of group")
+)
+
+// Wire types.
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireStart   = 3
+	wireEnd     = 4
+	wireFixed32 = 5
+)
+
+// fieldKind is what decoding one field does.
+type fieldKind uint8
+
+const (
+	kindNone fieldKind = iota // no field of that number: skip it
+
+	kindString  // string (or a named string)
+	kindBytes   // []byte, copied
+	kindBool    // bool from a varint
+	kindVarint4 // int32 or uint32 (or named) from a varint, truncated
+	kindVarint8 // int64, uint64, int (or named) from a varint
+	kindFixed4  // 4 little-endian bytes: float32, int32, uint32
+	kindFixed8  // 8 little-endian bytes: float64, int64, uint64
+
+	kindPtrString
+	kindPtrBool
+	kindPtrVarint4
+	kindPtrVarint8
+	kindPtrFixed4
+	kindPtrFixed8
+
+	kindMessage    // a struct field: decoded in place (merged, as the generated code does)
+	kindPtrMessage // a pointer to a struct: allocated if nil, then decoded in place
+
+	kindRepString
+	kindRepBytes
+	kindRepBool
+	kindRepVarint4
+	kindRepVarint8
+	kindRepFixed4
+	kindRepFixed8
+	kindRepMessage // a slice of structs
+
+	kindMapStringString   // map[~string]~string
+	kindMapStringBytes    // map[~string][]byte
+	kindMapStringQuantity // map[~string]resource.Quantity (corev1.ResourceList)
+	kindMapGeneric        // any other map with string keys, through reflect
+)
+
+// messagePlan is how to decode one message type.
+type messagePlan struct {
+	typ reflect.Type
+	// fields is indexed by field number; numbers beyond it are unknown fields.
+	fields []fieldPlan
+	// unmarshal, when set, decodes the whole message instead of fields: the type's own
+	// (hand-written) Unmarshal method, or our equivalent of it.
+	unmarshal func(p unsafe.Pointer, b []byte) error
+}
+
+// fieldPlan is how to decode one field of a message.
+type fieldPlan struct {
+	kind   fieldKind
+	wire   uint8 // the wire type the field accepts (repeated scalars also accept wireBytes)
+	num    int32
+	offset uintptr
+	name   string
+
+	sub *messagePlan // kindMessage, kindPtrMessage, kindRepMessage, kindMapGeneric
+
+	// Slices of structs.
+	sliceType reflect.Type
+	elemSize  uintptr
+	arrays    []reflect.Type // arrays[n] is [n]elem for small n: allocates a backing array in one step
+
+	// Maps; the plan of a message value is sub.
+	mapType  reflect.Type
+	elemType reflect.Type
+}
+
+// decodeState is one decode's allocator of pointers to scalars: they share small blocks
+// instead of one allocation each.
+type decodeState struct {
+	words   []uint64 // for *bool, *int32, *int64, *float64...
+	strings []string // for *string
+}
+
+const (
+	wordBlock   = 8
+	stringBlock = 4
+)
+
+func (st *decodeState) word() unsafe.Pointer {
+	if len(st.words) == 0 {
+		st.words = make([]uint64, wordBlock)
+	}
+	p := unsafe.Pointer(&st.words[0])
+	st.words = st.words[1:]
+	return p
+}
+
+func (st *decodeState) stringPtr(s string) unsafe.Pointer {
+	if len(st.strings) == 0 {
+		st.strings = make([]string, stringBlock)
+	}
+	p := &st.strings[0]
+	*p = s
+	st.strings = st.strings[1:]
+	return unsafe.Pointer(p)
+}
+
+// message decodes b, the encoding of a message of plan mp, into the value at base.
+func (st *decodeState) message(mp *messagePlan, base unsafe.Pointer, b []byte) error {
+	if mp.unmarshal != nil {
+		return mp.unmarshal(base, b)
+	}
+	l := len(b)
+	i := 0
+	for i < l {
+		pre := i
+		var wire uint64
+		if c := b[i]; c < 0x80 {
+			wire = uint64(c)
+			i++
+		} else {
+			var err error
+			if wire, i, err = varint(b, i); err != nil {
+				return err
+			}
+		}
+		num := int32(wire >> 3)
+		wt := uint8(wire & 7)
+		if wt == wireEnd {
+			return fmt.Errorf("proto: %s: wiretype end group for non-group", mp.typ.Name())
+		}
+		if num <= 0 {
+			return fmt.Errorf("proto: %s: illegal tag %d (wire type %d)", mp.typ.Name(), num, wire)
+		}
+		if int(num) >= len(mp.fields) || mp.fields[num].kind == kindNone {
+			n, err := skipField(b[pre:])
+			if err != nil {
+				return err
+			}
+			if n < 0 || pre+n < 0 {
+				return errProtoInvalidLength
+			}
+			if pre+n > l {
+				return io.ErrUnexpectedEOF
+			}
+			i = pre + n
+			continue
+		}
+		f := &mp.fields[num]
+		var err error
+		if i, err = st.field(f, base, b, pre, i, wt); err != nil {
+			return err
+		}
+	}
+	if i > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+
+// field decodes the value of field f that starts at b[i] (its tag at b[pre]) into the
+// message at base, and returns the index after it.
+func (st *decodeState) field(f *fieldPlan, base unsafe.Pointer, b []byte, pre, i int, wt uint8) (int, error) {
+	if wt != f.wire && !(wt == wireBytes && f.kind >= kindRepBool && f.kind <= kindRepFixed8) {
+		return 0, fmt.Errorf("proto: wrong wireType = %d for field %s", wt, f.name)
+	}
+	p := unsafe.Add(base, f.offset)
+	switch f.kind {
+	case kindString, kindPtrString, kindRepString:
+		s, j, err := lengthDelimited(b, i)
+		if err != nil {
+			return 0, err
+		}
+		str := aliasString(b[j-s : j])
+		switch f.kind {
+		case kindString:
+			*(*string)(p) = str
+		case kindPtrString:
+			*(*unsafe.Pointer)(p) = st.stringPtr(str)
+		default:
+			ss := (*[]string)(p)
+			if cap(*ss) == 0 {
+				*ss = make([]string, 0, countField(b, pre, f.num))
+			}
+			*ss = append(*ss, str)
+		}
+		return j, nil
+
+	case kindBytes, kindRepBytes:
+		s, j, err := lengthDelimited(b, i)
+		if err != nil {
+			return 0, err
+		}
+		v := make([]byte, s)
+		copy(v, b[j-s:j])
+		if f.kind == kindBytes {
+			*(*[]byte)(p) = v
+		} else {
+			bs := (*[][]byte)(p)
+			if cap(*bs) == 0 {
+				*bs = make([][]byte, 0, countField(b, pre, f.num))
+			}
+			*bs = append(*bs, v)
+		}
+		return j, nil
+
+	case kindBool, kindVarint4, kindVarint8, kindPtrBool, kindPtrVarint4, kindPtrVarint8:
+		v, j, err := varint(b, i)
+		if err != nil {
+			return 0, err
+		}
+		switch f.kind {
+		case kindBool:
+			*(*bool)(p) = v != 0
+		case kindVarint4:
+			*(*uint32)(p) = uint32(v)
+		case kindVarint8:
+			*(*uint64)(p) = v
+		case kindPtrBool:
+			w := st.word()
+			*(*bool)(w) = v != 0
+			*(*unsafe.Pointer)(p) = w
+		case kindPtrVarint4:
+			w := st.word()
+			*(*uint32)(w) = uint32(v)
+			*(*unsafe.Pointer)(p) = w
+		default:
+			w := st.word()
+			*(*uint64)(w) = v
+			*(*unsafe.Pointer)(p) = w
+		}
+		return j, nil
+
+	case kindFixed4, kindPtrFixed4:
+		if i+4 > len(b) {
+			return 0, io.ErrUnexpectedEOF
+		}
+		v := uint32(b[i]) | uint32(b[i+1])<<8 | uint32(b[i+2])<<16 | uint32(b[i+3])<<24
+		if f.kind == kindFixed4 {
+			*(*uint32)(p) = v
+		} else {
+			w := st.word()
+			*(*uint32)(w) = v
+			*(*unsafe.Pointer)(p) = w
+		}
+		return i + 4, nil
+
+	case kindFixed8, kindPtrFixed8:
+		if i+8 > len(b) {
+			return 0, io.ErrUnexpectedEOF
+		}
+		v := fixed64(b[i:])
+		if f.kind == kindFixed8 {
+			*(*uint64)(p) = v
+		} else {
+			w := st.word()
+			*(*uint64)(w) = v
+			*(*unsafe.Pointer)(p) = w
+		}
+		return i + 8, nil
+
+	case kindMessage, kindPtrMessage, kindRepMessage:
+		s, j, err := lengthDelimited(b, i)
+		if err != nil {
+			return 0, err
+		}
+		var dst unsafe.Pointer
+		switch f.kind {
+		case kindMessage:
+			dst = p
+		case kindPtrMessage:
+			dst = *(*unsafe.Pointer)(p)
+			if dst == nil {
+				dst = reflect.New(f.sub.typ).UnsafePointer()
+				*(*unsafe.Pointer)(p) = dst
+			}
+		default:
+			dst = st.appendStruct(f, p, b, pre)
+		}
+		return j, st.message(f.sub, dst, b[j-s:j])
+
+	case kindRepBool, kindRepVarint4, kindRepVarint8, kindRepFixed4, kindRepFixed8:
+		return st.repeatedScalar(f, p, b, i, wt)
+
+	default: // maps
+		return st.mapEntry(f, p, b, pre, i)
+	}
+}
+
+// appendStruct appends a zero element to the slice of structs at p and returns its
+// address. The first append allocates the slice at the number of times field f occurs
+// in the rest of the message, so that it never grows.
+func (st *decodeState) appendStruct(f *fieldPlan, p unsafe.Pointer, b []byte, pre int) unsafe.Pointer {
+	h := (*sliceHeader)(p)
+	if h.len == h.cap {
+		if h.cap == 0 {
+			n := countField(b, pre, f.num)
+			if n < len(f.arrays) {
+				h.data = reflect.New(f.arrays[n]).UnsafePointer()
+			} else {
+				h.data = reflect.MakeSlice(f.sliceType, n, n).UnsafePointer()
+			}
+			h.cap = n
+		} else { // not reached for well-formed input: countField counted every element
+			v := reflect.NewAt(f.sliceType, p).Elem()
+			grown := reflect.MakeSlice(f.sliceType, h.len, 2*h.cap)
+			reflect.Copy(grown, v)
+			v.Set(grown)
+		}
+	}
+	e := unsafe.Add(h.data, uintptr(h.len)*f.elemSize)
+	h.len++
+	return e
+}
+
+type sliceHeader struct {
+	data unsafe.Pointer
+	len  int
+	cap  int
+}
+
+// repeatedScalar decodes one element (wire type varint or fixed) or a packed run of
+// elements (wire type bytes) of a repeated scalar field, as the generated code does:
+// the varints of a packed run are bounded by the message, not by the run.
+func (st *decodeState) repeatedScalar(f *fieldPlan, p unsafe.Pointer, b []byte, i int, wt uint8) (int, error) {
+	if wt != wireBytes {
+		return st.scalarElem(f, p, b, i)
+	}
+	n, j, err := varint(b, i)
+	if err != nil {
+		return 0, err
+	}
+	packed := int(n)
+	if packed < 0 {
+		return 0, errProtoInvalidLength
+	}
+	end := j + packed
+	if end < 0 {
+		return 0, errProtoInvalidLength
+	}
+	if end > len(b) {
+		return 0, io.ErrUnexpectedEOF
+	}
+	for j < end {
+		if j, err = st.scalarElem(f, p, b, j); err != nil {
+			return 0, err
+		}
+	}
+	return j, nil
+}
+
+func (st *decodeState) scalarElem(f *fieldPlan, p unsafe.Pointer, b []byte, i int) (int, error) {
+	switch f.kind {
+	case kindRepBool, kindRepVarint4, kindRepVarint8:
+		v, j, err := varint(b, i)
+		if err != nil {
+			return 0, err
+		}
+		switch f.kind {
+		case kindRepBool:
+			s := (*[]bool)(p)
+			*s = append(*s, v != 0)
+		case kindRepVarint4:
+			s := (*[]uint32)(p)
+			*s = append(*s, uint32(v))
+		default:
+			s := (*[]uint64)(p)
+			*s = append(*s, v)
+		}
+		return j, nil
+	case kindRepFixed4:
+		if i+4 > len(b) {
+			return 0, io.ErrUnexpectedEOF
+		}
+		s := (*[]uint32)(p)
+		*s = append(*s, uint32(b[i])|uint32(b[i+1])<<8|uint32(b[i+2])<<16|uint32(b[i+3])<<24)
+		return i + 4, nil
+	default:
+		if i+8 > len(b) {
+			return 0, io.ErrUnexpectedEOF
+		}
+		s := (*[]uint64)(p)
+		*s = append(*s, fixed64(b[i:]))
+		return i + 8, nil
+	}
+}
+
+// mapEntry decodes one map entry (a message with the key as field 1 and the value as
+// field 2) into the map at p, as the generated code does: the wire types of key and
+// value are not checked, their lengths are bounded by the enclosing message, a missing
+// key or value is the zero value (an empty, non-nil []byte for bytes), and the last of
+// repeated keys or values wins.
+func (st *decodeState) mapEntry(f *fieldPlan, p unsafe.Pointer, b []byte, pre, i int) (int, error) {
+	n, i, err := varint(b, i)
+	if err != nil {
+		return 0, err
+	}
+	msglen := int(n)
+	if msglen < 0 {
+		return 0, errProtoInvalidLength
+	}
+	end := i + msglen
+	if end < 0 {
+		return 0, errProtoInvalidLength
+	}
+	if end > len(b) {
+		return 0, io.ErrUnexpectedEOF
+	}
+
+	var (
+		key      string
+		strVal   string
+		bytesVal = []byte{}
+		quantity resource.Quantity
+		msgVal   reflect.Value
+	)
+	if f.kind == kindMapGeneric {
+		msgVal = reflect.New(f.elemType)
+	}
+	for i < end {
+		entryPre := i
+		var wire uint64
+		if wire, i, err = varint(b, i); err != nil {
+			return 0, err
+		}
+		switch int32(wire >> 3) {
+		case 1:
+			s, j, err := lengthDelimited(b, i)
+			if err != nil {
+				return 0, err
+			}
+			key = aliasString(b[j-s : j])
+			i = j
+		case 2:
+			s, j, err := lengthDelimited(b, i)
+			if err != nil {
+				return 0, err
+			}
+			v := b[j-s : j]
+			switch f.kind {
+			case kindMapStringString:
+				strVal = aliasString(v)
+			case kindMapStringBytes:
+				bytesVal = make([]byte, s)
+				copy(bytesVal, v)
+			case kindMapStringQuantity:
+				quantity = resource.Quantity{}
+				if err := unmarshalQuantity(unsafe.Pointer(&quantity), v); err != nil {
+					return 0, err
+				}
+			default:
+				msgVal = reflect.New(f.elemType)
+				if err := st.message(f.sub, msgVal.UnsafePointer(), v); err != nil {
+					return 0, err
+				}
+			}
+			i = j
+		default:
+			i = entryPre
+			skip, err := skipField(b[i:])
+			if err != nil {
+				return 0, err
+			}
+			if skip < 0 || i+skip < 0 {
+				return 0, errProtoInvalidLength
+			}
+			if i+skip > end {
+				return 0, io.ErrUnexpectedEOF
+			}
+			i += skip
+		}
+	}
+
+	// The map is created at the number of entries of the field in the rest of the
+	// message. Map types are reinterpreted as the unnamed map of the same key and
+	// element layout (a named string key hashes and compares as a string).
+	switch f.kind {
+	case kindMapStringString:
+		m := (*map[string]string)(p)
+		if *m == nil {
+			*m = make(map[string]string, countField(b, pre, f.num))
+		}
+		(*m)[key] = strVal
+	case kindMapStringBytes:
+		m := (*map[string][]byte)(p)
+		if *m == nil {
+			*m = make(map[string][]byte, countField(b, pre, f.num))
+		}
+		(*m)[key] = bytesVal
+	case kindMapStringQuantity:
+		m := (*map[string]resource.Quantity)(p)
+		if *m == nil {
+			*m = make(map[string]resource.Quantity, countField(b, pre, f.num))
+		}
+		(*m)[key] = quantity
+	default:
+		m := reflect.NewAt(f.mapType, p).Elem()
+		if m.IsNil() {
+			m.Set(reflect.MakeMapWithSize(f.mapType, countField(b, pre, f.num)))
+		}
+		m.SetMapIndex(reflect.ValueOf(key).Convert(f.mapType.Key()), msgVal.Elem())
+	}
+	return end, nil
+}
+
+// varint reads the varint at b[i] as the generated code does: at most ten bytes, bits
+// beyond 64 dropped.
+func varint(b []byte, i int) (uint64, int, error) {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		if shift >= 64 {
+			return 0, 0, errProtoIntOverflow
+		}
+		if i >= len(b) {
+			return 0, 0, io.ErrUnexpectedEOF
+		}
+		c := b[i]
+		i++
+		v |= uint64(c&0x7F) << shift
+		if c < 0x80 {
+			return v, i, nil
+		}
+	}
+}
+
+// lengthDelimited reads the length at b[i] and checks that many bytes follow; it returns
+// the length and the index after the bytes.
+func lengthDelimited(b []byte, i int) (int, int, error) {
+	var n uint64
+	if i < len(b) && b[i] < 0x80 {
+		n = uint64(b[i])
+		i++
+	} else {
+		var err error
+		if n, i, err = varint(b, i); err != nil {
+			return 0, 0, err
+		}
+	}
+	s := int(n)
+	if s < 0 {
+		return 0, 0, errProtoInvalidLength
+	}
+	end := i + s
+	if end < 0 {
+		return 0, 0, errProtoInvalidLength
+	}
+	if end > len(b) {
+		return 0, 0, io.ErrUnexpectedEOF
+	}
+	return s, end, nil
+}
+
+func fixed64(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// aliasString is b as a string without a copy.
+func aliasString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// skipField returns the length of the field (tag included) that starts b, as the
+// generated skipGenerated does, groups included.
+func skipField(b []byte) (int, error) {
+	l := len(b)
+	i := 0
+	depth := 0
+	for i < l {
+		wire, j, err := varint(b, i)
+		if err != nil {
+			return 0, err
+		}
+		i = j
+		switch wire & 7 {
+		case wireVarint:
+			for {
+				if i >= l {
+					return 0, io.ErrUnexpectedEOF
+				}
+				i++
+				if b[i-1] < 0x80 {
+					break
+				}
+				if i-j >= 10 {
+					return 0, errProtoIntOverflow
+				}
+			}
+		case wireFixed64:
+			i += 8
+		case wireBytes:
+			n, k, err := varint(b, i)
+			if err != nil {
+				return 0, err
+			}
+			s := int(n)
+			if s < 0 {
+				return 0, errProtoInvalidLength
+			}
+			i = k + s
+		case wireStart:
+			depth++
+		case wireEnd:
+			if depth == 0 {
+				return 0, errProtoEndOfGroup
+			}
+			depth--
+		case wireFixed32:
+			i += 4
+		default:
+			return 0, fmt.Errorf("proto: illegal wireType %d", wire&7)
+		}
+		if i < 0 {
+			return 0, errProtoInvalidLength
+		}
+		if depth == 0 {
+			return i, nil
+		}
+	}
+	return 0, io.ErrUnexpectedEOF
+}
+
+// countField counts the fields numbered num from b[i] (a tag) to the end of the message,
+// to size a slice or map once. It stops at malformed input, counting at least one.
+func countField(b []byte, i int, num int32) int {
+	n := 0
+	for i < len(b) {
+		wire, j, err := varint(b, i)
+		if err != nil {
+			break
+		}
+		if int32(wire>>3) == num {
+			n++
+		}
+		switch wire & 7 {
+		case wireVarint:
+			_, j, err = varint(b, j)
+		case wireFixed64:
+			j += 8
+		case wireBytes:
+			j, err = skipBytes(b, j)
+		case wireFixed32:
+			j += 4
+		default:
+			err = errProtoEndOfGroup
+		}
+		if err != nil || j > len(b) {
+			break
+		}
+		i = j
+	}
+	return max(n, 1)
+}
+
+func skipBytes(b []byte, i int) (int, error) {
+	_, j, err := lengthDelimited(b, i)
+	return j, err
+}
+
+// Hand-written protobuf methods.
+
+func unmarshalTime(p unsafe.Pointer, b []byte) error {
+	return (*metav1.Time)(p).Unmarshal(b)
+}
+
+func unmarshalMicroTime(p unsafe.Pointer, b []byte) error {
+	return (*metav1.MicroTime)(p).Unmarshal(b)
+}
+
+// unmarshalQuantity is (*resource.Quantity).Unmarshal without the copy of the string it
+// parses.
+func unmarshalQuantity(p unsafe.Pointer, b []byte) error {
+	l := len(b)
+	i := 0
+	for i < l {
+		pre := i
+		wire, j, err := varint(b, i)
+		if err != nil {
+			return err
+		}
+		i = j
+		num := int32(wire >> 3)
+		wt := wire & 7
+		if wt == wireEnd {
+			return fmt.Errorf("proto: Quantity: wiretype end group for non-group")
+		}
+		if num <= 0 {
+			return fmt.Errorf("proto: Quantity: illegal tag %d (wire type %d)", num, wire)
+		}
+		if num != 1 {
+			n, err := skipField(b[pre:])
+			if err != nil {
+				return err
+			}
+			if n < 0 || pre+n < 0 {
+				return errProtoInvalidLength
+			}
+			if pre+n > l {
+				return io.ErrUnexpectedEOF
+			}
+			i = pre + n
+			continue
+		}
+		if wt != wireBytes {
+			return fmt.Errorf("proto: wrong wireType = %d for field String_", wt)
+		}
+		s, end, err := lengthDelimited(b, i)
+		if err != nil {
+			return err
+		}
+		q, err := resource.ParseQuantity(aliasString(b[end-s : end]))
+		if err != nil {
+			return err
+		}
+		*(*resource.Quantity)(p) = q
+		i = end
+	}
+	return nil
+}
+
+type protoUnmarshaler interface {
+	Unmarshal([]byte) error
+}
+
+var (
+	unmarshalerType = reflect.TypeFor[protoUnmarshaler]()
+	quantityType    = reflect.TypeFor[resource.Quantity]()
+	// handWritten are the types whose protobuf methods are written by hand, with our
+	// equivalent of their Unmarshal.
+	handWritten = map[reflect.Type]func(unsafe.Pointer, []byte) error{
+		reflect.TypeFor[metav1.Time]():      unmarshalTime,
+		reflect.TypeFor[metav1.MicroTime](): unmarshalMicroTime,
+		quantityType:                        unmarshalQuantity,
+	}
+)
+
+// Plans, compiled once per type. A planning holds planMu and publishes its plans only
+// when all of them are complete, so readers of plans never see one being built.
+var (
+	plans  sync.Map // reflect.Type → *messagePlan
+	planMu sync.Mutex
+)
+
+func planMessage(t reflect.Type) (*messagePlan, error) {
+	if mp, ok := plans.Load(t); ok {
+		return mp.(*messagePlan), nil
+	}
+	planMu.Lock()
+	defer planMu.Unlock()
+	pl := planner{pending: map[reflect.Type]*messagePlan{}}
+	mp, err := pl.message(t)
+	if err != nil {
+		return nil, err
+	}
+	for t, mp := range pl.pending {
+		plans.Store(t, mp)
+	}
+	return mp, nil
+}
+
+type planner struct {
+	pending map[reflect.Type]*messagePlan
+}
+
+// message plans the message type t. t must be a struct with protobuf tags, a type with
+// hand-written protobuf methods, or a type with an Unmarshal method and no tags.
+func (pl *planner) message(t reflect.Type) (*messagePlan, error) {
+	if mp, ok := plans.Load(t); ok {
+		return mp.(*messagePlan), nil
+	}
+	if mp, ok := pl.pending[t]; ok { // a recursive type: the plan is being built
+		return mp, nil
+	}
+	mp := &messagePlan{typ: t}
+	pl.pending[t] = mp
+	if u, ok := handWritten[t]; ok {
+		mp.unmarshal = u
+		return mp, nil
+	}
+	if t.Kind() != reflect.Struct || !hasProtobufTags(t) {
+		if !reflect.PointerTo(t).Implements(unmarshalerType) {
+			return nil, fmt.Errorf("protobuf decoder: %v has neither protobuf tags nor an Unmarshal method", t)
+		}
+		mp.unmarshal = func(p unsafe.Pointer, b []byte) error {
+			return reflect.NewAt(t, p).Interface().(protoUnmarshaler).Unmarshal(b)
+		}
+		return mp, nil
+	}
+	var fields []fieldPlan
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag, ok := sf.Tag.Lookup("protobuf")
+		if !ok || tag == "-" {
+			continue
+		}
+		f, err := pl.field(sf, tag)
+		if err != nil {
+			return nil, fmt.Errorf("protobuf decoder: field %v.%s: %w", t, sf.Name, err)
+		}
+		if int(f.num) >= len(fields) {
+			fields = append(fields, make([]fieldPlan, int(f.num)+1-len(fields))...)
+		}
+		if fields[f.num].kind != kindNone {
+			return nil, fmt.Errorf("protobuf decoder: field %v.%s: number %d is also %s", t, sf.Name, f.num, fields[f.num].name)
+		}
+		fields[f.num] = f
+	}
+	mp.fields = fields
+	return mp, nil
+}
+
+func hasProtobufTags(t reflect.Type) bool {
+	for i := range t.NumField() {
+		if tag, ok := t.Field(i).Tag.Lookup("protobuf"); ok && tag != "-" {
+			return true
+		}
+	}
+	return false
+}
+
+const maxFieldNumber = 1 << 12 // plans index fields by number; Kubernetes uses small ones
+
+// field plans one tagged field: `protobuf:"<wire>,<number>,<opt|req|rep>,name=...,..."`.
+func (pl *planner) field(sf reflect.StructField, tag string) (fieldPlan, error) {
+	parts := strings.Split(tag, ",")
+	if len(parts) < 3 {
+		return fieldPlan{}, fmt.Errorf("malformed protobuf tag %q", tag)
+	}
+	num, err := strconv.Atoi(parts[1])
+	if err != nil || num <= 0 || num > maxFieldNumber {
+		return fieldPlan{}, fmt.Errorf("unsupported field number in protobuf tag %q", tag)
+	}
+	f := fieldPlan{num: int32(num), offset: sf.Offset, name: sf.Name}
+	repeated := parts[2] == "rep"
+	t := sf.Type
+
+	switch parts[0] {
+	case "bytes":
+		f.wire = wireBytes
+		return f, pl.bytesField(&f, t, repeated)
+	case "varint":
+		f.wire = wireVarint
+		return f, scalarField(&f, t, repeated, false, kindBool, kindVarint4, kindVarint8)
+	case "fixed64":
+		f.wire = wireFixed64
+		return f, scalarField(&f, t, repeated, true, kindNone, kindNone, kindFixed8)
+	case "fixed32":
+		f.wire = wireFixed32
+		return f, scalarField(&f, t, repeated, true, kindNone, kindFixed4, kindNone)
+	}
+	return f, fmt.Errorf("unsupported wire type %q", parts[0])
+}
+
+// scalarField plans a varint or fixed field of Go type t, a scalar, a pointer to one or
+// (repeated) a slice of them; boolKind, kind4 and kind8 are its kind by the size of t,
+// and only fixed wire types hold floats.
+func scalarField(f *fieldPlan, t reflect.Type, repeated, fixed bool, boolKind, kind4, kind8 fieldKind) error {
+	var ptr bool
+	switch {
+	case repeated && t.Kind() == reflect.Slice:
+		t = t.Elem()
+	case !repeated && t.Kind() == reflect.Pointer:
+		ptr = true
+		t = t.Elem()
+	case repeated:
+		return fmt.Errorf("repeated field of type %v", t)
+	}
+	var k fieldKind
+	switch t.Kind() {
+	case reflect.Bool:
+		k = boolKind
+	case reflect.Int32, reflect.Uint32:
+		k = kind4
+	case reflect.Int64, reflect.Uint64:
+		k = kind8
+	case reflect.Float32:
+		if fixed {
+			k = kind4
+		}
+	case reflect.Float64:
+		if fixed {
+			k = kind8
+		}
+	case reflect.Int, reflect.Uint:
+		if bits.UintSize == 64 {
+			k = kind8
+		} else {
+			k = kind4
+		}
+	}
+	if k == kindNone {
+		return fmt.Errorf("unsupported type %v for this wire type", t)
+	}
+	switch {
+	case ptr:
+		k += kindPtrString - kindString
+	case repeated:
+		k += kindRepString - kindString
+	}
+	f.kind = k
+	return nil
+}
+
+// bytesField plans a length-delimited field of Go type t: a string, []byte, message,
+// a pointer to one of them, a slice of them (repeated), or a map.
+func (pl *planner) bytesField(f *fieldPlan, t reflect.Type, repeated bool) error {
+	if repeated {
+		if t.Kind() != reflect.Slice {
+			return fmt.Errorf("repeated field of type %v", t)
+		}
+		e := t.Elem()
+		switch {
+		case e.Kind() == reflect.String:
+			f.kind = kindRepString
+		case isBytes(e):
+			f.kind = kindRepBytes
+		case e.Kind() == reflect.Struct:
+			sub, err := pl.message(e)
+			if err != nil {
+				return err
+			}
+			f.kind, f.sub = kindRepMessage, sub
+			f.sliceType, f.elemSize = t, e.Size()
+			f.arrays = make([]reflect.Type, 9)
+			for n := 1; n < len(f.arrays); n++ {
+				f.arrays[n] = reflect.ArrayOf(n, e)
+			}
+		default:
+			return fmt.Errorf("repeated field of type %v", t)
+		}
+		return nil
+	}
+	switch {
+	case t.Kind() == reflect.String:
+		f.kind = kindString
+	case isBytes(t):
+		f.kind = kindBytes
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.String:
+		f.kind = kindPtrString
+	case t.Kind() == reflect.Map:
+		return pl.mapField(f, t)
+	case t.Kind() == reflect.Pointer:
+		sub, err := pl.message(t.Elem())
+		if err != nil {
+			return err
+		}
+		f.kind, f.sub = kindPtrMessage, sub
+	default:
+		sub, err := pl.message(t)
+		if err != nil {
+			return err
+		}
+		f.kind, f.sub = kindMessage, sub
+	}
+	return nil
+}
+
+func (pl *planner) mapField(f *fieldPlan, t reflect.Type) error {
+	if t.Key().Kind() != reflect.String {
+		return fmt.Errorf("map key of type %v", t.Key())
+	}
+	e := t.Elem()
+	f.mapType, f.elemType = t, e
+	switch {
+	case e.Kind() == reflect.String:
+		f.kind = kindMapStringString
+	case isBytes(e):
+		f.kind = kindMapStringBytes
+	case e == quantityType:
+		f.kind = kindMapStringQuantity
+	default:
+		sub, err := pl.message(e)
+		if err != nil {
+			return err
+		}
+		f.kind, f.sub = kindMapGeneric, sub
+	}
+	return nil
+}
+
+func isBytes(t reflect.Type) bool {
+	return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8
+}
