@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -93,7 +92,9 @@ const (
 	kindFixed4  // 4 little-endian bytes: float32, int32, uint32
 	kindFixed8  // 8 little-endian bytes: float64, int64, uint64
 
+	// The pointer and repeated kinds are in the order of the plain ones.
 	kindPtrString
+	kindPtrBytes // unused: a *[]byte is no Kubernetes field
 	kindPtrBool
 	kindPtrVarint4
 	kindPtrVarint8
@@ -136,7 +137,8 @@ type fieldPlan struct {
 	offset uintptr
 	name   string
 
-	sub *messagePlan // kindMessage, kindPtrMessage, kindRepMessage, kindMapGeneric
+	sub    *messagePlan // kindMessage, kindPtrMessage, kindRepMessage, kindMapGeneric
+	nonNil bool         // kindMessage of a slice or map type: made non-nil before the decode
 
 	// Slices of structs.
 	sliceType reflect.Type
@@ -342,6 +344,14 @@ func (st *decodeState) field(f *fieldPlan, base unsafe.Pointer, b []byte, pre, i
 		switch f.kind {
 		case kindMessage:
 			dst = p
+			if f.nonNil && *(*unsafe.Pointer)(p) == nil {
+				v := reflect.NewAt(f.sub.typ, p).Elem()
+				if v.Kind() == reflect.Map {
+					v.Set(reflect.MakeMap(f.sub.typ))
+				} else {
+					v.Set(reflect.MakeSlice(f.sub.typ, 0, 0))
+				}
+			}
 		case kindPtrMessage:
 			dst = *(*unsafe.Pointer)(p)
 			if dst == nil {
@@ -899,6 +909,10 @@ func hasProtobufTags(t reflect.Type) bool {
 const maxFieldNumber = 1 << 12 // plans index fields by number; Kubernetes uses small ones
 
 // field plans one tagged field: `protobuf:"<wire>,<number>,<opt|req|rep>,name=...,..."`.
+// Only the number is taken from the tag as written: the wire type and repetition are
+// those of the Go type (tags of Kubernetes types say "bytes" for some ints and "rep" for
+// a bool, and their generated code follows the type), except that an integer tagged
+// fixed32 or fixed64 is fixed-size.
 func (pl *planner) field(sf reflect.StructField, tag string) (fieldPlan, error) {
 	parts := strings.Split(tag, ",")
 	if len(parts) < 3 {
@@ -908,85 +922,54 @@ func (pl *planner) field(sf reflect.StructField, tag string) (fieldPlan, error) 
 	if err != nil || num <= 0 || num > maxFieldNumber {
 		return fieldPlan{}, fmt.Errorf("unsupported field number in protobuf tag %q", tag)
 	}
-	f := fieldPlan{num: int32(num), offset: sf.Offset, name: sf.Name}
-	repeated := parts[2] == "rep"
-	t := sf.Type
-
-	switch parts[0] {
-	case "bytes":
-		f.wire = wireBytes
-		return f, pl.bytesField(&f, t, repeated)
-	case "varint":
-		f.wire = wireVarint
-		return f, scalarField(&f, t, repeated, false, kindBool, kindVarint4, kindVarint8)
-	case "fixed64":
-		f.wire = wireFixed64
-		return f, scalarField(&f, t, repeated, true, kindNone, kindNone, kindFixed8)
-	case "fixed32":
-		f.wire = wireFixed32
-		return f, scalarField(&f, t, repeated, true, kindNone, kindFixed4, kindNone)
+	if strings.HasPrefix(parts[0], "zigzag") {
+		return fieldPlan{}, fmt.Errorf("unsupported wire type %q", parts[0])
 	}
-	return f, fmt.Errorf("unsupported wire type %q", parts[0])
+	f := fieldPlan{num: int32(num), offset: sf.Offset, name: sf.Name, wire: wireBytes}
+	return f, pl.fieldOfType(&f, sf.Type, parts[0])
 }
 
-// scalarField plans a varint or fixed field of Go type t, a scalar, a pointer to one or
-// (repeated) a slice of them; boolKind, kind4 and kind8 are its kind by the size of t,
-// and only fixed wire types hold floats.
-func scalarField(f *fieldPlan, t reflect.Type, repeated, fixed bool, boolKind, kind4, kind8 fieldKind) error {
-	var ptr bool
-	switch {
-	case repeated && t.Kind() == reflect.Slice:
-		t = t.Elem()
-	case !repeated && t.Kind() == reflect.Pointer:
-		ptr = true
-		t = t.Elem()
-	case repeated:
-		return fmt.Errorf("repeated field of type %v", t)
-	}
-	var k fieldKind
-	switch t.Kind() {
-	case reflect.Bool:
-		k = boolKind
-	case reflect.Int32, reflect.Uint32:
-		k = kind4
-	case reflect.Int64, reflect.Uint64:
-		k = kind8
-	case reflect.Float32:
-		if fixed {
-			k = kind4
-		}
-	case reflect.Float64:
-		if fixed {
-			k = kind8
-		}
-	case reflect.Int, reflect.Uint:
-		if bits.UintSize == 64 {
-			k = kind8
-		} else {
-			k = kind4
-		}
-	}
-	if k == kindNone {
-		return fmt.Errorf("unsupported type %v for this wire type", t)
+func (pl *planner) fieldOfType(f *fieldPlan, t reflect.Type, wireName string) error {
+	if k, w, ok := scalarKind(t, wireName); ok {
+		f.kind, f.wire = k, w
+		return nil
 	}
 	switch {
-	case ptr:
-		k += kindPtrString - kindString
-	case repeated:
-		k += kindRepString - kindString
-	}
-	f.kind = k
-	return nil
-}
-
-// bytesField plans a length-delimited field of Go type t: a string, []byte, message,
-// a pointer to one of them, a slice of them (repeated), or a map.
-func (pl *planner) bytesField(f *fieldPlan, t reflect.Type, repeated bool) error {
-	if repeated {
-		if t.Kind() != reflect.Slice {
-			return fmt.Errorf("repeated field of type %v", t)
-		}
+	case t.Kind() == reflect.String:
+		f.kind = kindString
+	case isBytes(t):
+		f.kind = kindBytes
+	case t.Kind() == reflect.Pointer:
 		e := t.Elem()
+		if k, w, ok := scalarKind(e, wireName); ok {
+			f.kind, f.wire = k+kindPtrString-kindString, w
+			return nil
+		}
+		if e.Kind() == reflect.String {
+			f.kind = kindPtrString
+			return nil
+		}
+		sub, err := pl.message(e)
+		if err != nil {
+			return err
+		}
+		f.kind, f.sub = kindPtrMessage, sub
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Map) && reflect.PointerTo(t).Implements(unmarshalerType):
+		// A message of a named slice or map type (metav1.Verbs): the generated code
+		// makes the field non-nil before it decodes into it.
+		sub, err := pl.message(t)
+		if err != nil {
+			return err
+		}
+		f.kind, f.sub, f.nonNil = kindMessage, sub, true
+	case t.Kind() == reflect.Map:
+		return pl.mapField(f, t)
+	case t.Kind() == reflect.Slice:
+		e := t.Elem()
+		if k, w, ok := scalarKind(e, wireName); ok {
+			f.kind, f.wire = k+kindRepString-kindString, w
+			return nil
+		}
 		switch {
 		case e.Kind() == reflect.String:
 			f.kind = kindRepString
@@ -1004,33 +987,44 @@ func (pl *planner) bytesField(f *fieldPlan, t reflect.Type, repeated bool) error
 				f.arrays[n] = reflect.ArrayOf(n, e)
 			}
 		default:
-			return fmt.Errorf("repeated field of type %v", t)
+			return fmt.Errorf("unsupported repeated type %v", t)
 		}
-		return nil
-	}
-	switch {
-	case t.Kind() == reflect.String:
-		f.kind = kindString
-	case isBytes(t):
-		f.kind = kindBytes
-	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.String:
-		f.kind = kindPtrString
-	case t.Kind() == reflect.Map:
-		return pl.mapField(f, t)
-	case t.Kind() == reflect.Pointer:
-		sub, err := pl.message(t.Elem())
-		if err != nil {
-			return err
-		}
-		f.kind, f.sub = kindPtrMessage, sub
-	default:
+	case t.Kind() == reflect.Struct:
 		sub, err := pl.message(t)
 		if err != nil {
 			return err
 		}
 		f.kind, f.sub = kindMessage, sub
+	default:
+		return fmt.Errorf("unsupported type %v", t)
 	}
 	return nil
+}
+
+// scalarKind is the kind (of a plain field) and wire type of the scalar type t, if it
+// is one.
+func scalarKind(t reflect.Type, wireName string) (fieldKind, uint8, bool) {
+	size := t.Size()
+	switch t.Kind() {
+	case reflect.Bool:
+		return kindBool, wireVarint, true
+	case reflect.Int32, reflect.Uint32, reflect.Int64, reflect.Uint64, reflect.Int, reflect.Uint:
+		switch {
+		case wireName == "fixed32" && size == 4:
+			return kindFixed4, wireFixed32, true
+		case wireName == "fixed64" && size == 8:
+			return kindFixed8, wireFixed64, true
+		case size == 4:
+			return kindVarint4, wireVarint, true
+		default:
+			return kindVarint8, wireVarint, true
+		}
+	case reflect.Float32:
+		return kindFixed4, wireFixed32, true
+	case reflect.Float64:
+		return kindFixed8, wireFixed64, true
+	}
+	return kindNone, 0, false
 }
 
 func (pl *planner) mapField(f *fieldPlan, t reflect.Type) error {
