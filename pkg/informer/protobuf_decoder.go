@@ -51,6 +51,16 @@ func newProtoDecoder(t reflect.Type) (*protoDecoder, error) {
 	return &protoDecoder{typ: t, plan: mp}, nil
 }
 
+// decode decodes data into a new value of the decoder's type and returns a pointer to
+// it (a *T in an any), under the terms of decodeInto.
+func (d *protoDecoder) decode(data []byte) (any, error) {
+	v := reflect.New(d.typ)
+	if err := d.decodeInto(data, v.UnsafePointer()); err != nil {
+		return nil, err
+	}
+	return v.Interface(), nil
+}
+
 // decodeInto decodes data into dst, a pointer to a value of the decoder's type that the
 // caller has zeroed. Strings of the result alias data, which the caller must never
 // modify afterwards; []byte fields are copies. On error dst holds a partial decode that
@@ -223,6 +233,31 @@ func (st *decodeState) message(mp *messagePlan, base unsafe.Pointer, b []byte) e
 			continue
 		}
 		f := &mp.fields[num]
+		// The most common fields first: a short string and a one-byte varint.
+		if i < l && b[i] < 0x80 {
+			switch {
+			case f.kind == kindString && wt == wireBytes:
+				n := int(b[i])
+				if i+1+n > l {
+					return io.ErrUnexpectedEOF
+				}
+				*(*string)(unsafe.Add(base, f.offset)) = aliasString(b[i+1 : i+1+n])
+				i += 1 + n
+				continue
+			case f.kind == kindVarint4 && wt == wireVarint:
+				*(*uint32)(unsafe.Add(base, f.offset)) = uint32(b[i])
+				i++
+				continue
+			case f.kind == kindVarint8 && wt == wireVarint:
+				*(*uint64)(unsafe.Add(base, f.offset)) = uint64(b[i])
+				i++
+				continue
+			case f.kind == kindBool && wt == wireVarint:
+				*(*bool)(unsafe.Add(base, f.offset)) = b[i] != 0
+				i++
+				continue
+			}
+		}
 		var err error
 		if i, err = st.field(f, base, b, pre, i, wt); err != nil {
 			return err

@@ -588,3 +588,18 @@ func threadCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+func TestProtoDecoderDecodeReturnsAPointerToANewValue(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"k": "v"}}
+	data, err := cm.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := mustDecoder(t, cm).decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := obj.(*corev1.ConfigMap); !ok || !reflect.DeepEqual(got, cm) {
+		t.Fatalf("decode = %#v, want %#v", obj, cm)
+	}
+}
