@@ -31,6 +31,14 @@ import (
 // metav1.MicroTime, and any other type with an Unmarshal method and no protobuf tags)
 // are decoded by their own Unmarshal method on the field's bytes.
 //
+// What a plan supports: string, []byte, bool and integer fields (named or not, varint,
+// or fixed32/fixed64 when tagged so), float32 and float64 (fixed), pointers to all of
+// them, structs and pointers to structs, slices of structs, strings, []byte and scalars
+// (packed or not), and maps with string keys and string, []byte or message values. It
+// refuses, naming the field: zigzag (sint) encodings, maps with other keys, slices of
+// pointers or of slices other than [][]byte, and fields of other Go kinds (chan, func,
+// interface). Groups are only skipped, as unknown fields.
+//
 // A protoDecoder is immutable and safe for concurrent use.
 type protoDecoder struct {
 	typ  reflect.Type
