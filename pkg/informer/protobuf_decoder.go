@@ -145,6 +145,39 @@ type messagePlan struct {
 	// unmarshal, when set, decodes the whole message instead of fields: the type's own
 	// (hand-written) Unmarshal method, or our equivalent of it.
 	unmarshal func(p unsafe.Pointer, b []byte) error
+	// A small type (metav1.Time, FieldsV1...) that pointer fields point to is allocated
+	// slabLen at a time, in an array of type slab, from decodeState.slabs[slabID-1].
+	slabID int
+	slab   reflect.Type
+}
+
+const (
+	slabLen     = 4
+	maxSlabs    = 16
+	maxSlabElem = 32 // bytes
+)
+
+// slabIDs is the number of slab IDs given out (under planMu), to the first small types
+// that pointer fields point to.
+var slabIDs int
+
+// newMessage allocates a zero value of the message type of plan mp.
+func (st *decodeState) newMessage(mp *messagePlan) unsafe.Pointer {
+	if mp.slabID == 0 {
+		return reflect.New(mp.typ).UnsafePointer()
+	}
+	s := &st.slabs[mp.slabID-1]
+	if s.left == 0 {
+		s.next, s.left = reflect.New(mp.slab).UnsafePointer(), slabLen
+	}
+	p := s.next
+	s.left--
+	if s.left > 0 {
+		s.next = unsafe.Add(p, mp.typ.Size())
+	} else {
+		s.next = nil // never a pointer past the array
+	}
+	return p
 }
 
 // fieldPlan is how to decode one field of a message.
@@ -168,11 +201,15 @@ type fieldPlan struct {
 	elemType reflect.Type
 }
 
-// decodeState is one decode's allocator of pointers to scalars: they share small blocks
-// instead of one allocation each.
+// decodeState is one decode's allocator of pointers to scalars and to small structs:
+// they share small blocks instead of one allocation each.
 type decodeState struct {
 	words   []uint64 // for *bool, *int32, *int64, *float64...
 	strings []string // for *string
+	slabs   [maxSlabs]struct {
+		next unsafe.Pointer
+		left int
+	}
 }
 
 const (
@@ -398,7 +435,7 @@ func (st *decodeState) field(f *fieldPlan, base unsafe.Pointer, b []byte, pre, i
 		case kindPtrMessage:
 			dst = *(*unsafe.Pointer)(p)
 			if dst == nil {
-				dst = reflect.New(f.sub.typ).UnsafePointer()
+				dst = st.newMessage(f.sub)
 				*(*unsafe.Pointer)(p) = dst
 			}
 		default:
@@ -940,6 +977,17 @@ func (pl *planner) message(t reflect.Type) (*messagePlan, error) {
 	return mp, nil
 }
 
+// giveSlab gives the plan mp of a type that a pointer field points to a slab, if the
+// type is small, the plan is not published yet, and slabs remain.
+func (pl *planner) giveSlab(mp *messagePlan) {
+	size := mp.typ.Size()
+	if mp.slabID != 0 || pl.pending[mp.typ] != mp || size == 0 || size > maxSlabElem || slabIDs == maxSlabs {
+		return
+	}
+	slabIDs++
+	mp.slabID, mp.slab = slabIDs, reflect.ArrayOf(slabLen, mp.typ)
+}
+
 func hasProtobufTags(t reflect.Type) bool {
 	for i := range t.NumField() {
 		if tag, ok := t.Field(i).Tag.Lookup("protobuf"); ok && tag != "-" {
@@ -997,6 +1045,7 @@ func (pl *planner) fieldOfType(f *fieldPlan, t reflect.Type, wireName string) er
 			return err
 		}
 		f.kind, f.sub = kindPtrMessage, sub
+		pl.giveSlab(sub)
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Map) && reflect.PointerTo(t).Implements(unmarshalerType):
 		// A message of a named slice or map type (metav1.Verbs): the generated code
 		// makes the field non-nil before it decodes into it.
