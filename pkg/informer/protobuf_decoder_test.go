@@ -603,3 +603,41 @@ func TestProtoDecoderDecodeReturnsAPointerToANewValue(t *testing.T) {
 		t.Fatalf("decode = %#v, want %#v", obj, cm)
 	}
 }
+
+func TestProtoDecoderIsSafeForConcurrentPlanningAndDecoding(t *testing.T) {
+	data, err := serverPod(5).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := new(corev1.Pod)
+	if err := want.Unmarshal(data); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			d, err := newProtoDecoder(reflect.TypeFor[corev1.Pod]())
+			if err != nil {
+				errs <- err
+				return
+			}
+			for range 50 {
+				var got corev1.Pod
+				if err := d.decodeInto(data, unsafe.Pointer(&got)); err != nil {
+					errs <- err
+					return
+				}
+				if !reflect.DeepEqual(&got, want) {
+					errs <- fmt.Errorf("differs at %s", firstDifference(reflect.ValueOf(&got), reflect.ValueOf(want), "pod"))
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
