@@ -26,12 +26,6 @@ import (
 	"sigs.k8s.io/randfill"
 )
 
-// protoMessage is a Kubernetes API type with generated protobuf methods.
-type protoMessage interface {
-	Marshal() ([]byte, error)
-	Unmarshal([]byte) error
-}
-
 // protoTestTypes are the types the decoder is tested on, in the order of the fuzz
 // target's type index.
 var protoTestTypes = []protoMessage{
