@@ -46,7 +46,7 @@ func ChartRows(o Options, r Results) []ChartRow {
 				if !slices.Contains(s.Contenders, peer) {
 					continue
 				}
-				ratio, ok := r.Ratio(s.ID, f.ID, Deltacache, peer)
+				ratio, ok := r.Ratio(s.ID, f.ID, s.Ours(), peer)
 				if !ok || ratio <= 0 {
 					continue
 				}

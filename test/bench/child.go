@@ -42,6 +42,9 @@ const (
 	WorkloadStuck = "stuck"
 	// WorkloadStore measures store writes with and without List readers (B).
 	WorkloadStore = "store"
+	// WorkloadKind measures a cache of one kind other than pods on the envtest API
+	// server (section C).
+	WorkloadKind = "kind"
 )
 
 // ChildSpec is what one child process measures. Fields a workload does not use are
@@ -64,8 +67,10 @@ type ChildSpec struct {
 	OpTime   time.Duration `json:"opTime,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"`
 	Seed     uint64        `json:"seed,omitempty"`
-	// Kubeconfig is the path of the API server's kubeconfig (apiserver).
+	// Kubeconfig is the path of the API server's kubeconfig (apiserver, kind).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Kind is the kind of section C (KindSecret, KindApp, KindAppUnstructured).
+	Kind string `json:"kind,omitempty"`
 }
 
 // ChildFlag is the flag that makes the bench binary run one ChildSpec (JSON) and print
@@ -86,6 +91,17 @@ func RunChild(ctx context.Context, spec ChildSpec) (Values, error) {
 		}
 		return CacheWorkload{Contender: spec.Contender, Config: cfg, Layout: NewLayout(spec.Pods),
 			Reps: spec.Reps, OpTime: spec.OpTime, Seed: spec.Seed}.Run(ctx)
+	case WorkloadKind:
+		kubeconfig, err := os.ReadFile(spec.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := RESTConfigFromKubeconfig(kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		return KindWorkload{Contender: spec.Contender, Config: cfg, Kind: spec.Kind,
+			Layout: NewKindsLayout(spec.Pods), OpTime: spec.OpTime, Seed: spec.Seed}.Run(ctx)
 	case WorkloadMemoryAPI:
 		l := NewLayout(spec.Pods)
 		api, err := NewMemoryAPI(ServerPods(l), strconv.Itoa(spec.Pods+1))

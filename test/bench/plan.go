@@ -18,6 +18,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -90,6 +91,15 @@ type Section struct {
 	Figures     []Figure
 }
 
+// Ours is the deltacache configuration the section's ratios are computed for:
+// Deltacache, or the section's first contender when it does not measure Deltacache.
+func (s Section) Ours() Contender {
+	if slices.Contains(s.Contenders, Deltacache) || len(s.Contenders) == 0 {
+		return Deltacache
+	}
+	return s.Contenders[0]
+}
+
 // Peers are the contenders deltacache's ratios are computed against, in column order.
 var Peers = []Contender{ControllerRuntime, ControllerRuntimeStrip, ClientGo}
 
@@ -102,6 +112,7 @@ const (
 	SectionStore      = "store"
 	SectionStuck      = "stuck"
 	SectionMemoryAPI  = "memory-api"
+	SectionKinds      = "kinds"
 )
 
 func readFigures() []Figure {
@@ -115,6 +126,17 @@ func readFigures() []Figure {
 		{FigListNode, "List by field index spec.nodeName", "µs", false},
 		{FigListNS, "List of a namespace", "µs", false},
 	}
+}
+
+func kindFigures() []Figure {
+	var out []Figure
+	for _, k := range Kinds {
+		out = append(out,
+			Figure{figKindHeap(k), kindTitles[k] + ": heap in use after GC per object", "B", false},
+			Figure{figKindGet(k), kindTitles[k] + ": Get by key", "µs", false},
+			Figure{figKindList(k), kindTitles[k] + ": List of a namespace", "µs", false})
+	}
+	return out
 }
 
 func syncFigures() []Figure {
@@ -142,6 +164,15 @@ func (o Options) Sections() []Section {
 				{FigHeapPerPod, "Heap in use after GC per pod", "B", false},
 				{FigPeakRSS, "Peak RSS", unitMiB, false},
 			}, readFigures()...),
+		},
+		{
+			ID: SectionKinds,
+			Title: fmt.Sprintf("C. Real API server: %d Secrets, %d App CRD objects", NewKindsLayout(o.APIPods).Secrets,
+				NewKindsLayout(o.APIPods).Apps),
+			Description: "Each contender caches one kind alone, in its own process, against section A's API server: " +
+				"heap as in A, per object; Get and List of a namespace (1/20 of the objects) are means.",
+			Contenders: []Contender{DeltacacheDefaults, ControllerRuntime},
+			Figures:    kindFigures(),
 		},
 		{
 			ID:    SectionSyncSmall,
@@ -193,7 +224,9 @@ func (o Options) Sections() []Section {
 			Description: "The caches filled through an in-process API (http.RoundTripper, no server); " +
 				"each figure repeated once per run in one process per contender.",
 			Contenders: []Contender{Deltacache, ControllerRuntime, ControllerRuntimeStrip, ClientGo},
-			Figures:    readFigures(),
+			Figures: append([]Figure{
+				{FigHeapPerPod, "Heap in use after GC per pod", "B", false},
+			}, readFigures()...),
 		},
 	}
 }

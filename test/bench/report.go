@@ -297,7 +297,7 @@ func (rep Report) section(b *strings.Builder, s Section) {
 			}
 		}
 		for _, c := range peers {
-			if r, ok := rep.Results.Ratio(s.ID, f.ID, Deltacache, c); ok {
+			if r, ok := rep.Results.Ratio(s.ID, f.ID, s.Ours(), c); ok {
 				p(" %s |", formatNumber(r))
 			} else {
 				p(" — |")

@@ -175,6 +175,32 @@ func (r *Runner) runAPIServer(ctx context.Context, results Results, info *RunInf
 			}
 		}
 	}
+	return r.runKinds(ctx, results, cp.Config, kubeconfig)
+}
+
+// runKinds is section C, on section A's API server.
+func (r *Runner) runKinds(ctx context.Context, results Results, cfg *rest.Config, kubeconfig string) error {
+	o := r.Options
+	l := NewKindsLayout(o.APIPods)
+	r.logf("section C: creating %d Secrets and %d Apps", l.Secrets, l.Apps)
+	began := time.Now()
+	if err := SeedKinds(ctx, cfg, l, o.SeedWorkers); err != nil {
+		return err
+	}
+	r.logf("section C: created in %s", time.Since(began).Round(time.Second))
+	s := r.section(SectionKinds)
+	for run := range o.Runs {
+		r.logf("section C: run %d/%d", run+1, o.Runs)
+		for _, kind := range Kinds {
+			for _, c := range rotate(s.Contenders, run) {
+				spec := ChildSpec{Workload: WorkloadKind, Contender: c, Kind: kind, Pods: o.APIPods,
+					OpTime: o.OpTime, Seed: o.Seed + uint64(run), Kubeconfig: kubeconfig}
+				if err := r.spawn(ctx, results, SectionKinds, spec); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return nil
 }
 
