@@ -45,6 +45,8 @@ const (
 	// WorkloadKind measures a cache of one kind other than pods on the envtest API
 	// server (section C).
 	WorkloadKind = "kind"
+	// WorkloadFootprint takes the heap of a cached pod apart (section D).
+	WorkloadFootprint = "footprint"
 )
 
 // ChildSpec is what one child process measures. Fields a workload does not use are
@@ -110,6 +112,8 @@ func RunChild(ctx context.Context, spec ChildSpec) (Values, error) {
 		}
 		return CacheWorkload{Contender: spec.Contender, Config: api.Config(), Mapper: api.Mapper(), Layout: l,
 			Reps: spec.Reps, OpTime: spec.OpTime, Seed: spec.Seed}.Run(ctx)
+	case WorkloadFootprint:
+		return MeasureFootprint(spec.Pods)
 	case WorkloadSync:
 		return MeasureSync(ctx, spec.Contender, spec.Pods)
 	case WorkloadThroughput:

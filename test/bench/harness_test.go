@@ -261,3 +261,21 @@ func TestCacheWorkloadReadsEveryContenderOverTheMemoryAPI(t *testing.T) {
 		}
 	}
 }
+
+func TestFootprintLayersAreMeasuredAndPositive(t *testing.T) {
+	v, err := MeasureFootprint(2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range footFigures() {
+		if len(v[f.ID]) != 1 {
+			t.Fatalf("%s: %v", f.ID, v[f.ID])
+		}
+		t.Logf("%-40s %8.0f B", f.ID, v[f.ID][0])
+	}
+	// The payload is the protobuf size of a stripped pod, within its allocation's
+	// rounding; the decoded pod is several times larger.
+	if p, d := v[FigFootPayload][0], v[FigFootDecoded][0]; p < 500 || p > 1200 || d < 3*p {
+		t.Errorf("payload %v B and decoded pod %v B per pod, want 500–1200 and at least 3× more", p, d)
+	}
+}

@@ -258,9 +258,12 @@ func (w KindWorkload) Run(ctx context.Context) (Values, error) {
 	if err != nil {
 		return nil, err
 	}
-	go func() { _ = c.Start(ctx) }()
-	if _, err := c.GetInformer(ctx, example); err != nil {
+	if _, err := c.GetInformer(ctx, example, crcache.BlockUntilSynced(false)); err != nil {
 		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("%s: %s cache did not sync", w.Contender, w.Kind)
 	}
 	n := w.Layout.count(w.Kind)
 	all := newList()

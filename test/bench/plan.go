@@ -113,6 +113,7 @@ const (
 	SectionStuck      = "stuck"
 	SectionMemoryAPI  = "memory-api"
 	SectionKinds      = "kinds"
+	SectionFootprint  = "footprint"
 )
 
 func readFigures() []Figure {
@@ -217,6 +218,15 @@ func (o Options) Sections() []Section {
 				{FigStuckFew, fmt.Sprintf("Memory held after %d events", o.Events/10), unitMiB, false},
 				{FigStuckMany, fmt.Sprintf("Memory held after %d events", o.Events), unitMiB, false},
 			},
+		},
+		{
+			ID:    SectionFootprint,
+			Title: fmt.Sprintf("D. Where a cached pod's bytes go (%d server-shaped pods, in process)", o.APIPods),
+			Description: "Each row is the live heap one layer adds, per pod, built one after the other in one " +
+				"process: first what client-go's and controller-runtime's caches hold, then deltacache's " +
+				"compact store layer by layer. Interned strings are shared, so they add almost nothing per pod.",
+			Contenders: []Contender{Deltacache},
+			Figures:    footFigures(),
 		},
 		{
 			ID:    SectionMemoryAPI,

@@ -218,6 +218,7 @@ func (r *Runner) runInProcess(ctx context.Context, results Results) error {
 			{SectionStore, ChildSpec{Workload: WorkloadStore, Keys: o.Keys, Readers: o.StoreReaders,
 				Duration: o.StoreDuration}},
 			{SectionStuck, ChildSpec{Workload: WorkloadStuck, Keys: o.Keys, Few: o.Events / 10, Many: o.Events}},
+			{SectionFootprint, ChildSpec{Workload: WorkloadFootprint, Pods: o.APIPods}},
 		}
 		for _, w := range specs {
 			for _, c := range rotate(r.section(w.section).Contenders, run) {
