@@ -50,6 +50,10 @@ const (
 	// DeltacacheDefaults is pkg/cache.New with its defaults (no label index: label
 	// Lists scan the namespace or every object, as controller-runtime does).
 	DeltacacheDefaults Contender = "deltacache-defaults"
+	// DeltacacheCompact is pkg/cache.NewWith(WithStorage(StorageCompact)): compact
+	// storage also for the kinds StorageAuto holds decoded (typed CRD types), so that
+	// section C shows what each choice costs.
+	DeltacacheCompact Contender = "deltacache-compact"
 	// ControllerRuntime is controller-runtime's cache.New with its defaults.
 	ControllerRuntime Contender = "controller-runtime"
 	// ControllerRuntimeStrip is controller-runtime's cache.New with

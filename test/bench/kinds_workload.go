@@ -247,6 +247,8 @@ func (w KindWorkload) Run(ctx context.Context) (Values, error) {
 	switch w.Contender {
 	case DeltacacheDefaults:
 		newCache = dcache.New
+	case DeltacacheCompact:
+		newCache = dcache.NewWith(dcache.WithStorage(dcache.StorageCompact))
 	case ControllerRuntime:
 		newCache = crcache.New
 	default:

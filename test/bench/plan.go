@@ -171,8 +171,10 @@ func (o Options) Sections() []Section {
 			Title: fmt.Sprintf("C. Real API server: %d Secrets, %d App CRD objects", NewKindsLayout(o.APIPods).Secrets,
 				NewKindsLayout(o.APIPods).Apps),
 			Description: "Each contender caches one kind alone, in its own process, against section A's API server: " +
-				"heap as in A, per object; Get and List of a namespace (1/20 of the objects) are means.",
-			Contenders: []Contender{DeltacacheDefaults, ControllerRuntime},
+				"heap as in A, per object; Get and List of a namespace (1/20 of the objects) are means. " +
+				"deltacache's defaults hold Secrets as protobuf, unstructured Apps as CBOR and typed Apps " +
+				"decoded; \"every kind compact\" holds typed Apps as CBOR too.",
+			Contenders: []Contender{DeltacacheDefaults, DeltacacheCompact, ControllerRuntime},
 			Figures:    kindFigures(),
 		},
 		{

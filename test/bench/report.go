@@ -46,6 +46,8 @@ func ContenderTitle(c Contender) string {
 		return "deltacache"
 	case DeltacacheDefaults:
 		return "deltacache, no label index"
+	case DeltacacheCompact:
+		return "deltacache, every kind compact"
 	case ControllerRuntime:
 		return "controller-runtime"
 	case ControllerRuntimeStrip:
