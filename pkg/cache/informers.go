@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -115,6 +116,8 @@ type scopedInformer struct {
 	// readsCopy: the store is compact, every read of it returns an object of its own
 	// (no deep copy needed).
 	readsCopy bool
+	// storedType is the Go type of the stored objects (a pointer type).
+	storedType reflect.Type
 	// detector is the mutation detector of this informer's objects; nil when off.
 	detector *mutationDetector
 

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -88,12 +89,13 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 			StorageCodec:        codec,
 		})
 		e.scopes = append(e.scopes, &scopedInformer{
-			scope:     scope,
-			informer:  inf,
-			indexer:   inf.GetIndexer(),
-			readsCopy: codec != nil,
-			detector:  detector,
-			stopped:   make(chan struct{}),
+			scope:      scope,
+			informer:   inf,
+			indexer:    inf.GetIndexer(),
+			readsCopy:  codec != nil,
+			storedType: reflect.TypeOf(example),
+			detector:   detector,
+			stopped:    make(chan struct{}),
 		})
 	}
 	if len(e.scopes) == 1 {

@@ -35,6 +35,8 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/deltacache/deltacache/pkg/informer"
 )
 
 // errContinueNotSupported is controller-runtime's error for List with Continue.
@@ -84,6 +86,9 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	storeKey := key.Name
 	if key.Namespace != "" {
 		storeKey = key.Namespace + "/" + key.Name
+	}
+	if done, err := s.getInto(storeKey, out, gvk); done || err != nil {
+		return err
 	}
 	item, exists, err := s.indexer.GetByKey(storeKey)
 	if err != nil {
@@ -323,4 +328,24 @@ func disableDeepCopy(scopeDefault bool, perCall *bool) bool {
 		return *perCall
 	}
 	return scopeDefault
+}
+
+// getInto answers a Get of a compact store by decoding the stored bytes straight into
+// out (zeroed first), with gvk set; done is false when it cannot (out of another Go
+// type than the store's, the object held decoded or absent: out is then untouched), and
+// the caller reads with GetByKey.
+func (s *scopedInformer) getInto(storeKey string, out client.Object, gvk schema.GroupVersionKind) (bool, error) {
+	ix, ok := s.indexer.(*informer.Indexer)
+	if !ok || !s.readsCopy || s.detector != nil {
+		return false, nil
+	}
+	if reflect.TypeOf(out) != s.storedType {
+		return false, nil
+	}
+	_, done, err := ix.GetInto(storeKey, out)
+	if !done || err != nil {
+		return done, err
+	}
+	out.GetObjectKind().SetGroupVersionKind(gvk)
+	return true, nil
 }

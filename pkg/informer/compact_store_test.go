@@ -414,3 +414,29 @@ func FuzzCompactStoreRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+func TestCompactStorageGetIntoDecodesIntoTheCallersObject(t *testing.T) {
+	codec := podCodec(t)
+	codec.failEncode = map[string]bool{"bad": true}
+	ix := NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, nil, IndexerOptions{Codec: codec})
+	in := fullPod("ns", "a", "7")
+	must(t, ix.Add(in))
+	must(t, ix.Add(fullPod("ns", "bad", "8")))
+
+	dst := pod("other", "stale", "1", "leftover=x")
+	exists, done, err := ix.GetInto("ns/a", dst)
+	if !exists || !done || err != nil {
+		t.Fatalf("GetInto = %v, %v, %v", exists, done, err)
+	}
+	if !apiequality.Semantic.DeepEqual(dst, in) {
+		t.Fatalf("GetInto gave %+v, want %+v (no leftover of dst)", dst, in)
+	}
+	kept := pod("x", "y", "1")
+	if exists, done, _ := ix.GetInto("ns/bad", kept); !exists || done || kept.Name != "y" {
+		t.Fatalf("GetInto of an object held decoded = %v, %v and dst %s, want true, false and dst untouched",
+			exists, done, kept.Name)
+	}
+	if exists, done, _ := ix.GetInto("ns/none", kept); exists || done {
+		t.Fatalf("GetInto of an absent key = %v, %v", exists, done)
+	}
+}
