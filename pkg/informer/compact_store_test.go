@@ -43,6 +43,11 @@ func (c *countingCodec) Decode(data []byte) (any, error) {
 	return c.StorageCodec.Decode(data)
 }
 
+func (c *countingCodec) DecodeInto(data []byte, dst any) error {
+	c.decodes.Add(1)
+	return c.StorageCodec.(DecoderInto).DecodeInto(data, dst)
+}
+
 func podCodec(t testing.TB) *countingCodec {
 	t.Helper()
 	c, err := NewProtobufCodec(&corev1.Pod{})
