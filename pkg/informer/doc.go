@@ -159,8 +159,11 @@
 // (client-go anchor §11.3), or when the client opts out. A failed stream
 // falls back to a paginated LIST for that attempt. A server that refuses
 // WatchList (422/400), or whose stream falls silent for a whole
-// WatchListTimeout period (default one minute) or does not end its initial events within four of them
-// (and before the server-side watch timeout), gets LIST for the rest of the
+// WatchListTimeout period (default 10 s), does not end its initial events
+// within three of them (and before the server-side watch timeout), or sends
+// a MODIFIED or DELETED event before the end bookmark (the bookmark was
+// dropped on the way: initial events are all ADDED), gets LIST within 30 s
+// with the defaults, and for the rest of the
 // informer's life; client-go waits forever, warning every 10 s. A slow but
 // steady stream of a large list is not cut short.
 // Options.DisableWatchList turns streaming off.

@@ -39,10 +39,12 @@ const DefaultPageSize = 500
 const DefaultMinWatchTimeout = 5 * time.Minute
 
 // DefaultWatchListTimeout bounds the silence between the events of a
-// WatchList stream before its initial-events-end bookmark (and, times four,
+// WatchList stream before its initial-events-end bookmark (and, times three,
 // the whole stream) before falling back to LIST (client-go waits without
-// bound and only warns every 10 seconds).
-const DefaultWatchListTimeout = time.Minute
+// bound and only warns every 10 seconds). With it, a stream whose end
+// bookmark never comes falls back within 30 seconds, well inside
+// controller-runtime's two-minute CacheSyncTimeout.
+const DefaultWatchListTimeout = 10 * time.Second
 
 // shortWatch: a watch that ends without events sooner than this is retried
 // after a backoff delay instead of at once.
