@@ -80,6 +80,7 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 			Backoff:             c.settings.Backoff,
 			Clock:               c.clock,
 			MetricLabels:        metricLabels(key),
+			HandlerLabel:        handlerLabel,
 			CrashOnHandlerPanic: c.settings.CrashOnHandlerPanic,
 		})
 		e.scopes = append(e.scopes, &scopedInformer{

@@ -69,15 +69,23 @@ type Options struct {
 	// events in time (see WatchListTimeout) gets LIST from then on.
 	DisableWatchList bool
 	// WatchListTimeout: a WatchList stream that delivers no event for a whole
-	// period of it (checked once per period) before its initial-events-end
-	// bookmark is abandoned, and so is one that takes four of them;
-	// 0 = DefaultWatchListTimeout (one minute).
+	// period of it (checked once per period, so after one to two of them)
+	// before its initial-events-end bookmark is abandoned, and so is one that
+	// takes three of them; 0 = DefaultWatchListTimeout (10 seconds: a missing
+	// end bookmark costs at most 30 seconds). A MODIFIED or DELETED event
+	// before the end bookmark ends the stream at once: initial events are all
+	// ADDED, so the bookmark was lost on the way.
 	WatchListTimeout time.Duration
 
 	// MetricLabels label the informer's series in Metrics. Zero value: group,
 	// version and kind of the example object's GroupVersionKind (its Go type
 	// name as kind when unset) and the shape of its Go type.
 	MetricLabels MetricLabels
+	// HandlerLabel names a registration in the "handler" label of the
+	// deltacache_handler_* series (see HandlerLabel for the default); nil or
+	// an empty answer = the default. Registrations of one informer never
+	// share a series: a second registration with the same label gets "#2".
+	HandlerLabel func(toolscache.ResourceEventHandler) string
 	// Metrics receives the informer's metrics while it runs; nil =
 	// DefaultMetrics.
 	Metrics *Metrics
@@ -428,6 +436,7 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 		log = *options.Logger
 	}
 	reg := newRegistration(s, handler, max(period, 0), log)
+	reg.label = s.uniqueHandlerLabelLocked(handler)
 	if period > 0 {
 		reg.nextResync = s.clock.Now().Add(period)
 	}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 )
 
@@ -272,7 +274,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		handlers := append([]*HandlerRegistration(nil), s.handlers...)
 		s.mu.Unlock()
 		for _, h := range handlers {
-			a.pending[handlerLabel(h.handler)] += float64(h.Pending())
+			a.pending[h.label] += float64(h.Pending())
 		}
 	}
 	for labels, a := range groups {
@@ -493,7 +495,7 @@ func (r *HandlerRegistration) observeDelivery(start time.Time, panicked bool) {
 		return
 	}
 	if r.metrics.owner != im {
-		label := handlerLabel(r.handler)
+		label := r.label
 		r.metrics = handlerMetrics{owner: im,
 			latency: im.handlerLatency.WithLabelValues(label), panics: im.handlerPanics.WithLabelValues(label)}
 	}
@@ -508,13 +510,30 @@ var packagePath = regexp.MustCompile(`[\w.~-]+/`)
 
 var handlerLabels sync.Map // reflect.Type → string
 
-// handlerLabel is the "handler" label of h: its Go type with package paths
-// reduced to package names, e.g.
-// "*internal.EventHandler[cacheapi.Object,reconcile.Request]" for the handler
-// controller-runtime's source.Kind registers (every controller's, whatever
-// the kind), or "cache.ResourceEventHandlerFuncs". Handlers of one type add
-// up; the label set is bounded by the handler types of the program.
-func handlerLabel(h any) string {
+// NamedHandler is a handler that names itself in the "handler" label of the
+// deltacache_handler_* series (see HandlerLabel).
+type NamedHandler interface {
+	toolscache.ResourceEventHandler
+	HandlerName() string
+}
+
+// HandlerLabel is the default "handler" label of h: its HandlerName when h is
+// a NamedHandler, else its Go type with package paths reduced to package
+// names, e.g. "cache.ResourceEventHandlerFuncs". Options.HandlerLabel
+// overrides it (pkg/cache names controller-runtime's handlers after what
+// they enqueue); the informer then makes the label unique among its
+// registrations (see uniqueHandlerLabelLocked).
+func HandlerLabel(h toolscache.ResourceEventHandler) string {
+	if n, ok := h.(NamedHandler); ok {
+		if name := n.HandlerName(); name != "" {
+			return name
+		}
+	}
+	return goTypeLabel(h)
+}
+
+// goTypeLabel is h's Go type with package paths reduced to package names.
+func goTypeLabel(h any) string {
 	t := reflect.TypeOf(h)
 	if l, ok := handlerLabels.Load(t); ok {
 		return l.(string)
@@ -522,6 +541,34 @@ func handlerLabel(h any) string {
 	l := packagePath.ReplaceAllString(t.String(), "")
 	handlerLabels.Store(t, l)
 	return l
+}
+
+// uniqueHandlerLabelLocked is the label of a new registration of h:
+// Options.HandlerLabel's answer, else HandlerLabel's, followed by "#n" when
+// n-1 registrations of the informer already have that label (n ≥ 2, the
+// smallest free), so that two controllers whose handlers look alike (every
+// controller-runtime controller registers the same Go type) are two series.
+// The label set stays bounded by the registrations alive at once. s.mu held.
+func (s *SharedIndexInformer) uniqueHandlerLabelLocked(h toolscache.ResourceEventHandler) string {
+	base := ""
+	if s.opts.HandlerLabel != nil {
+		base = s.opts.HandlerLabel(h)
+	}
+	if base == "" {
+		base = HandlerLabel(h)
+	}
+	taken := make(map[string]bool, len(s.handlers))
+	for _, r := range s.handlers {
+		taken[r.label] = true
+	}
+	if !taken[base] {
+		return base
+	}
+	for n := 2; ; n++ {
+		if l := base + "#" + strconv.Itoa(n); !taken[l] {
+			return l
+		}
+	}
 }
 
 // startMetrics registers the informer with its Metrics; called once, by Run.
