@@ -53,7 +53,8 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 		if !namespaced {
 			scope.namespace = ""
 		}
-		lw, err := c.listWatcher(key, mapping, namespaced, listWatchOptions(scope))
+		lwOpts := listWatchOptions(scope)
+		lw, err := c.listWatcher(key, mapping, namespaced, lwOpts)
 		if err != nil {
 			return nil, err
 		}
@@ -81,6 +82,7 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 			Clock:               c.clock,
 			MetricLabels:        metricLabels(key),
 			HandlerLabel:        handlerLabel,
+			ConsistencyCheck:    c.consistencyCheck(mapping, namespaced, lwOpts),
 			CrashOnHandlerPanic: c.settings.CrashOnHandlerPanic,
 		})
 		e.scopes = append(e.scopes, &scopedInformer{

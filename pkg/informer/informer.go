@@ -81,6 +81,9 @@ type Options struct {
 	// version and kind of the example object's GroupVersionKind (its Go type
 	// name as kind when unset) and the shape of its Go type.
 	MetricLabels MetricLabels
+	// ConsistencyCheck compares the store with the server at a low rate and
+	// heals drift with a relist; the zero value is off. See ConsistencyCheck.
+	ConsistencyCheck ConsistencyCheck
 	// HandlerLabel names a registration in the "handler" label of the
 	// deltacache_handler_* series (see HandlerLabel for the default); nil or
 	// an empty answer = the default. Registrations of one informer never
@@ -142,9 +145,12 @@ type SharedIndexInformer struct {
 	watchErrorHandler toolscache.WatchErrorHandlerWithContext
 	handlers          []*HandlerRegistration
 	reflector         *Reflector
-	log               logr.Logger
-	startTime         time.Time
-	resyncWake        chan struct{}
+	// checkMu guards lastDrift, the last consistency check's report.
+	checkMu    sync.Mutex
+	lastDrift  *DriftReport
+	log        logr.Logger
+	startTime  time.Time
+	resyncWake chan struct{}
 	// obs is the informer's metric state, set once by Run.
 	obs atomic.Pointer[informerMetrics]
 }
@@ -348,6 +354,9 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.reflector.Run(ctx) })
 	wg.Go(func() { s.resyncLoop(ctx) })
+	if s.opts.ConsistencyCheck.enabled() {
+		wg.Go(func() { s.consistencyLoop(ctx) })
+	}
 	wg.Go(func() {
 		select {
 		case <-s.fifo.Synced():

@@ -39,6 +39,9 @@ const (
 	RelistCauseTooLargeResourceVersion = "too_large_resource_version"
 	// RelistCauseError: any other list or watch error, after backoff.
 	RelistCauseError = "error"
+	// RelistCauseDrift: the consistency check found the store different from
+	// the server (see ConsistencyCheck).
+	RelistCauseDrift = "drift"
 )
 
 // MetricLabels are the label values of an informer's series. Each must come
@@ -113,6 +116,8 @@ type Metrics struct {
 	watchDuration  *prometheus.HistogramVec
 	relists        *prometheus.CounterVec
 	errors         *prometheus.CounterVec
+	checks         *prometheus.CounterVec
+	drift          *prometheus.CounterVec
 	handlerLatency *prometheus.HistogramVec
 	handlerPanics  *prometheus.CounterVec
 
@@ -174,7 +179,14 @@ func NewMetrics() *Metrics {
 			"Duration of each watch, from its opening to its end (server timeout, error, stall or stop).",
 			[]float64{1, 10, 30, 60, 120, 300, 450, 600, 660, 900, 1800}),
 		relists: counter("deltacache_informer_relists_total",
-			"Lists after the first, by cause: expired (410), too_large_resource_version, error.", "cause"),
+			"Lists after the first, by cause: expired (410), too_large_resource_version, error, drift.", "cause"),
+		checks: counter("deltacache_consistency_checks_total",
+			"Consistency checks (a metadata-only LIST compared with the store), by result: ok, drift, error.",
+			"result"),
+		drift: counter("deltacache_consistency_drift_objects_total",
+			"Objects a consistency check found different from the server, by drift: missing (on the server, "+
+				"not in the store), extra (in the store, deleted on the server), stale (an older resourceVersion "+
+				"or another uid in the store).", "drift"),
 		errors: counter("deltacache_informer_errors_total",
 			"List and watch errors, by operation (list, watch, watchlist) and reason (Forbidden, NotFound, "+
 				"Expired, TooLargeResourceVersion, Transport, WatchStalled, ...).", "op", "reason"),
@@ -214,7 +226,7 @@ type vec interface {
 func (m *Metrics) vecs() []vec {
 	return []vec{m.listRequests, m.listPages, m.listObjects, m.listDuration,
 		m.watchStarts, m.watchEvents, m.watchBookmarks, m.watchDuration, m.relists, m.errors,
-		m.handlerLatency, m.handlerPanics}
+		m.checks, m.drift, m.handlerLatency, m.handlerPanics}
 }
 
 // Describe implements prometheus.Collector.
@@ -321,8 +333,16 @@ func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.
 	for i, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
 		im.watchEvents[i] = m.watchEvents.WithLabelValues(append(lv, string(t))...)
 	}
-	for i, cause := range []string{RelistCauseExpired, RelistCauseTooLargeResourceVersion, RelistCauseError} {
+	for i, cause := range []string{RelistCauseExpired, RelistCauseTooLargeResourceVersion, RelistCauseError, RelistCauseDrift} {
 		im.relists[i] = m.relists.WithLabelValues(append(lv, cause)...)
+	}
+	if s.opts.ConsistencyCheck.enabled() { // the series exist where checks run
+		for i, result := range []string{"ok", "drift", "error"} {
+			im.consistencyChecks[i] = m.checks.WithLabelValues(append(lv, result)...)
+		}
+		for i, drift := range []string{"missing", "extra", "stale"} {
+			im.driftObjects[i] = m.drift.WithLabelValues(append(lv, drift)...)
+		}
 	}
 	im.syncedAfter.Store(-1)
 	m.mu.Lock()
@@ -366,7 +386,9 @@ type informerMetrics struct {
 	watchStarts, watchBookmarks          prometheus.Counter
 	watchEvents                          [3]prometheus.Counter // ADDED, MODIFIED, DELETED
 	watchDuration                        prometheus.Observer
-	relists                              [3]prometheus.Counter // expired, too large RV, error
+	relists                              [4]prometheus.Counter // expired, too large RV, error, drift
+	consistencyChecks                    [3]prometheus.Counter // ok, drift, error
+	driftObjects                         [3]prometheus.Counter // missing, extra, stale
 	errors                               *prometheus.CounterVec
 	handlerLatency                       prometheus.ObserverVec
 	handlerPanics                        *prometheus.CounterVec
@@ -463,6 +485,10 @@ func (im *informerMetrics) relist(err error) {
 	if im == nil {
 		return
 	}
+	if _, ok := err.(errRelistRequested); ok {
+		im.relists[3].Inc()
+		return
+	}
 	switch lwReason(err) {
 	case ReasonExpired:
 		im.relists[0].Inc()
@@ -470,6 +496,24 @@ func (im *informerMetrics) relist(err error) {
 		im.relists[1].Inc()
 	default:
 		im.relists[2].Inc()
+	}
+}
+
+// consistencyChecked records a consistency check's result.
+func (im *informerMetrics) consistencyChecked(r *DriftReport, err error) {
+	if im == nil || im.consistencyChecks[0] == nil {
+		return
+	}
+	switch {
+	case err != nil:
+		im.consistencyChecks[2].Inc()
+	case r.Drifted():
+		im.consistencyChecks[1].Inc()
+		im.driftObjects[0].Add(float64(len(r.Missing)))
+		im.driftObjects[1].Add(float64(len(r.Extra)))
+		im.driftObjects[2].Add(float64(len(r.Stale)))
+	default:
+		im.consistencyChecks[0].Inc()
 	}
 }
 
