@@ -31,6 +31,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,6 +39,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,7 +177,10 @@ func panickyHandler() toolscache.ResourceEventHandler {
 }
 
 // faultCounts are the faults injected, by kind.
-type faultCounts struct{ cuts, blackholes, slow int }
+type faultCounts struct{ cuts, blackholes, slow, crdRecreated int }
+
+// compactionInterval is the kube-apiserver's etcd compaction interval in the soak.
+const compactionInterval = 20 * time.Second
 
 func TestSoak(t *testing.T) {
 	st := loadSettings(t)
@@ -187,8 +192,14 @@ func TestSoak(t *testing.T) {
 	if err := demov1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}}
+	crdDir := filepath.Join("..", "..", "config", "crd", "bases")
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{crdDir}}
+	// etcd compaction by the kube-apiserver, often: watches resumed after a fault
+	// from an RV older than the compaction get 410 and must relist.
+	env.ControlPlane.GetAPIServer().Configure().Set("etcd-compaction-interval", compactionInterval.String())
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +314,17 @@ func TestSoak(t *testing.T) {
 				return
 			}
 			time.Sleep(wait)
-			switch rng.IntN(3) {
+			switch rng.IntN(4) {
+			case 3:
+				if faults.crdRecreated >= 2 || time.Until(end) < 30*time.Second {
+					proxy.Cut()
+					faults.cuts++
+					break
+				}
+				if err := recreateCRD(ctx, direct, cfg, crdDir); err != nil {
+					t.Errorf("re-creating the App CRD: %v", err)
+				}
+				faults.crdRecreated++
 			case 0:
 				proxy.Cut()
 				faults.cuts++
@@ -325,7 +346,8 @@ func TestSoak(t *testing.T) {
 	<-faultsDone
 	proxy.Blackhole(false)
 	proxy.SetDelay(0)
-	t.Logf("writes: %d; faults: %d cuts, %d blackholes, %d slow links", written, faults.cuts, faults.blackholes, faults.slow)
+	t.Logf("writes: %d; faults: %d cuts, %d blackholes, %d slow links, %d CRD re-creations",
+		written, faults.cuts, faults.blackholes, faults.slow, faults.crdRecreated)
 
 	// Within 60 s every store equals the server, and every handler's last view too.
 	var diffs map[string][]string
@@ -366,7 +388,7 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d goroutines left after the cache stopped:\n%s", leftover, buf[:runtime.Stack(buf, true)])
 	}
 
-	r := report{settings: st, faults: faults, written: written, delivered: delivered, relists: relists,
+	r := report{settings: st, faults: faults, compactions: int(st.duration / compactionInterval), written: written, delivered: delivered, relists: relists,
 		watchStarts: watchStarts, maxDelay: maxDelay, converged: converged, diffs: total(diffs),
 		maxHeap: maxHeap.Load(), leftover: leftover, passed: !t.Failed()}
 	t.Log(r.markdown())
@@ -383,7 +405,7 @@ func TestSoak(t *testing.T) {
 func writeLoop(ctx context.Context, t *testing.T, c client.Client, writes *sync.Map, st settings, end time.Time) int {
 	rng := rand.New(rand.NewPCG(st.seed, 2))
 	exists := map[string]bool{}
-	n := 0
+	n, failed := 0, 0
 	tick := time.NewTicker(time.Second / time.Duration(st.rate))
 	defer tick.Stop()
 	for time.Now().Before(end) {
@@ -413,8 +435,13 @@ func writeLoop(ctx context.Context, t *testing.T, c client.Client, writes *sync.
 				n++
 			}
 		}
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			t.Logf("write %s: %v", id, err)
+		crdGoing := apierrors.IsForbidden(err) && strings.Contains(err.Error(), "terminating")
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || crdGoing {
+			exists[id] = false // deleted with its CRD, or the CRD is being re-created
+		} else if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			if failed++; failed <= 5 {
+				t.Logf("write %s: %v", id, err)
+			}
 		}
 		if err == nil {
 			writes.Store(kind+"/soak/"+name+"@"+obj.GetResourceVersion(), time.Now())
@@ -422,6 +449,29 @@ func writeLoop(ctx context.Context, t *testing.T, c client.Client, writes *sync.
 		n++
 	}
 	return n
+}
+
+// recreateCRD deletes the App CRD (the server deletes every App with it), waits
+// until it is gone, and installs it again.
+func recreateCRD(ctx context.Context, c client.Client, cfg *rest.Config, dir string) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	key := client.ObjectKey{Name: "apps." + demov1alpha1.GroupVersion.Group}
+	if err := c.Get(ctx, key, crd); err != nil {
+		return err
+	}
+	if err := c.Delete(ctx, crd); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !apierrors.IsNotFound(c.Get(ctx, key, &apiextensionsv1.CustomResourceDefinition{})) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("CRD %s still there after 2 minutes", key.Name)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{dir}})
+	return err
 }
 
 func newObject(kind, name string, v int) client.Object {
