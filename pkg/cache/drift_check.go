@@ -46,7 +46,9 @@ func WithConsistencyCheck(interval time.Duration) Option {
 
 // consistencyCheck is the informer option of one scope of key: metadata-only LIST and
 // Get through the metadata client, with the scope's namespace and selectors.
-func (c *Cache) consistencyCheck(mapping *meta.RESTMapping, namespaced bool, opts informer.ListWatchOptions) informer.ConsistencyCheck {
+func (c *Cache) consistencyCheck(
+	mapping *meta.RESTMapping, namespaced bool, opts informer.ListWatchOptions,
+) informer.ConsistencyCheck {
 	if c.settings.ConsistencyCheckInterval <= 0 {
 		return informer.ConsistencyCheck{}
 	}

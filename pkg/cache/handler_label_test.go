@@ -66,8 +66,7 @@ func TestHandlerLabelsNameWhatEachControllerRuntimeHandlerEnqueues(t *testing.T)
 		informertest.New(&corev1.Pod{}), &corev1.Pod{}, informer.Options{HandlerLabel: handlerLabel})}
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer queue.ShutDown()
 	for _, h := range []handler.EventHandler{

@@ -66,6 +66,13 @@ type ConsistencyCheck struct {
 // enabled reports whether checks run.
 func (c ConsistencyCheck) enabled() bool { return c.Interval > 0 && c.List != nil }
 
+// Kinds of drift, as the "drift" label of deltacache_consistency_drift_objects_total.
+const (
+	DriftMissing = "missing"
+	DriftExtra   = "extra"
+	DriftStale   = "stale"
+)
+
 const (
 	// maxDriftGets bounds the Gets one check sends to confirm missing objects.
 	maxDriftGets = 10
@@ -212,7 +219,9 @@ func (s *SharedIndexInformer) CheckConsistency(ctx context.Context) (*DriftRepor
 }
 
 // listMetadata lists the scope's metadata in pages at RV "".
-func (s *SharedIndexInformer) listMetadata(ctx context.Context, cc ConsistencyCheck) (map[string]serverMeta, string, int, error) {
+func (s *SharedIndexInformer) listMetadata(
+	ctx context.Context, cc ConsistencyCheck,
+) (map[string]serverMeta, string, int, error) {
 	limit := cc.PageSize
 	if limit <= 0 {
 		limit = 500
@@ -297,7 +306,7 @@ func (s *SharedIndexInformer) compare(server map[string]serverMeta, listRV uint6
 	at, _ := parseRV(s.LastSyncResourceVersion())
 	for key, sm := range server {
 		if d := s.classify(key, sm, true, at); d != "" {
-			if d == "missing" {
+			if d == DriftMissing {
 				missing = append(missing, key)
 			} else {
 				stale = append(stale, key)
@@ -308,7 +317,7 @@ func (s *SharedIndexInformer) compare(server map[string]serverMeta, listRV uint6
 		if _, ok := server[key]; ok {
 			continue
 		}
-		if s.classify(key, serverMeta{}, false, at) == "extra" && s.extraAt(key, listRV) {
+		if s.classify(key, serverMeta{}, false, at) == DriftExtra && s.extraAt(key, listRV) {
 			extra = append(extra, key)
 		}
 	}
@@ -321,12 +330,12 @@ func (s *SharedIndexInformer) recheck(server map[string]serverMeta, listRV uint6
 ) (m2, e2, s2 []string) {
 	at, _ := parseRV(s.LastSyncResourceVersion())
 	for _, key := range missing {
-		if s.classify(key, server[key], true, at) == "missing" {
+		if s.classify(key, server[key], true, at) == DriftMissing {
 			m2 = append(m2, key)
 		}
 	}
 	for _, key := range stale {
-		if s.classify(key, server[key], true, at) == "stale" {
+		if s.classify(key, server[key], true, at) == DriftStale {
 			s2 = append(s2, key)
 		}
 	}
@@ -338,22 +347,22 @@ func (s *SharedIndexInformer) recheck(server map[string]serverMeta, listRV uint6
 	return m2, e2, s2
 }
 
-// classify returns "missing", "stale" or "" for key, listed (onServer) as sm,
+// classify returns DriftMissing, DriftStale, DriftExtra or "" for key, listed (onServer) as sm,
 // given the store's RV at: only what at proves counts.
 func (s *SharedIndexInformer) classify(key string, sm serverMeta, onServer bool, at uint64) string {
 	st, inStore := s.storeMeta(key)
 	switch {
 	case !onServer:
 		if inStore {
-			return "extra"
+			return DriftExtra
 		}
 		return ""
 	case !inStore:
 		if sm.rv <= at {
-			return "missing"
+			return DriftMissing
 		}
 	case st.rv < sm.rv && sm.rv <= at:
-		return "stale"
+		return DriftStale
 	}
 	return ""
 }
@@ -367,7 +376,9 @@ func (s *SharedIndexInformer) extraAt(key string, listRV uint64) bool {
 
 // missingConfirmed Gets key: it is missing when it exists with the listed uid
 // and the store, past its RV, still lacks it.
-func (s *SharedIndexInformer) missingConfirmed(ctx context.Context, cc ConsistencyCheck, key string, sm serverMeta) bool {
+func (s *SharedIndexInformer) missingConfirmed(
+	ctx context.Context, cc ConsistencyCheck, key string, sm serverMeta,
+) bool {
 	namespace, name := "", key
 	for i := range len(key) {
 		if key[i] == '/' {

@@ -74,7 +74,9 @@ func metadataOf(f *informertest.Fake) ConsistencyCheck {
 // a/victim, the DELETED of a/gone and the MODIFIED of a/old, then makes those
 // changes (and one more, a/last, which arrives, so that the store's RV is
 // past the lost ones).
-func lossyInformer(t *testing.T, check func(ConsistencyCheck) ConsistencyCheck) (*informertest.Fake, *SharedIndexInformer) {
+func lossyInformer(
+	t *testing.T, check func(ConsistencyCheck) ConsistencyCheck,
+) (*informertest.Fake, *SharedIndexInformer) {
 	t.Helper()
 	f := informertest.New(&corev1.Pod{})
 	f.Create(pod("a", "gone", ""))

@@ -333,14 +333,15 @@ func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.
 	for i, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
 		im.watchEvents[i] = m.watchEvents.WithLabelValues(append(lv, string(t))...)
 	}
-	for i, cause := range []string{RelistCauseExpired, RelistCauseTooLargeResourceVersion, RelistCauseError, RelistCauseDrift} {
+	causes := []string{RelistCauseExpired, RelistCauseTooLargeResourceVersion, RelistCauseError, RelistCauseDrift}
+	for i, cause := range causes {
 		im.relists[i] = m.relists.WithLabelValues(append(lv, cause)...)
 	}
 	if s.opts.ConsistencyCheck.enabled() { // the series exist where checks run
 		for i, result := range []string{"ok", "drift", "error"} {
 			im.consistencyChecks[i] = m.checks.WithLabelValues(append(lv, result)...)
 		}
-		for i, drift := range []string{"missing", "extra", "stale"} {
+		for i, drift := range []string{DriftMissing, DriftExtra, DriftStale} {
 			im.driftObjects[i] = m.drift.WithLabelValues(append(lv, drift)...)
 		}
 	}

@@ -404,12 +404,13 @@ func TestMetricsEachRegistrationIsItsOwnSeriesEvenWithTheSameGoType(t *testing.T
 	for _, r := range []*HandlerRegistration{first, second, named, byOption} {
 		waitSynced(t, r.HasSyncedChecker())
 	}
-	equalStrings(t, "labels", []string{first.MetricLabel(), second.MetricLabel(), named.MetricLabel(), byOption.MetricLabel()},
-		[]string{"cache.ResourceEventHandlerFuncs", "cache.ResourceEventHandlerFuncs#2", "controller-a", "by-option"})
+	labels := []string{"cache.ResourceEventHandlerFuncs", "cache.ResourceEventHandlerFuncs#2", "controller-a", "by-option"}
+	equalStrings(t, "labels",
+		[]string{first.MetricLabel(), second.MetricLabel(), named.MetricLabel(), byOption.MetricLabel()}, labels)
 	const calls = "deltacache_handler_processing_latency_seconds_count{handler=%s}"
 	eventually(t, 5*time.Second, "two calls per registration", func() bool {
 		got := gathered(t, reg, podLabels)
-		for _, l := range []string{"cache.ResourceEventHandlerFuncs", "cache.ResourceEventHandlerFuncs#2", "controller-a", "by-option"} {
+		for _, l := range labels {
 			if got[fmt.Sprintf(calls, l)] != 2 {
 				return false
 			}

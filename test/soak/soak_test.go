@@ -44,6 +44,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -182,55 +183,167 @@ type faultCounts struct{ cuts, blackholes, slow, crdRecreated int }
 // compactionInterval is the kube-apiserver's etcd compaction interval in the soak.
 const compactionInterval = 20 * time.Second
 
-func TestSoak(t *testing.T) {
-	st := loadSettings(t)
+// controlPlane is the envtest control plane with the proxy in front of it.
+type controlPlane struct {
+	scheme  *k8sruntime.Scheme
+	cfg     *rest.Config // direct
+	proxied *rest.Config // through the proxy
+	direct  client.Client
+	proxy   *faultproxy.TCPProxy
+	crdDir  string
+}
+
+func startControlPlane(t *testing.T) *controlPlane {
+	t.Helper()
 	assets := testenv.AssetsDir(filepath.Join("..", ".."))
 	if assets == "" {
 		t.Skip("envtest binaries not found: set KUBEBUILDER_ASSETS=$(bash hack/envtest-binaries.sh)")
 	}
-	scheme := clientgoscheme.Scheme
-	if err := demov1alpha1.AddToScheme(scheme); err != nil {
+	cp := &controlPlane{scheme: clientgoscheme.Scheme, crdDir: filepath.Join("..", "..", "config", "crd", "bases")}
+	if err := demov1alpha1.AddToScheme(cp.scheme); err != nil {
 		t.Fatal(err)
 	}
-	crdDir := filepath.Join("..", "..", "config", "crd", "bases")
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{crdDir}}
+	if err := apiextensionsv1.AddToScheme(cp.scheme); err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{cp.crdDir}}
 	// etcd compaction by the kube-apiserver, often: watches resumed after a fault
 	// from an RV older than the compaction get 410 and must relist.
 	env.ControlPlane.GetAPIServer().Configure().Set("etcd-compaction-interval", compactionInterval.String())
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+	var err error
+	if cp.cfg, err = env.Start(); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := env.Start()
+	t.Cleanup(func() { _ = env.Stop() })
+	if cp.direct, err = client.New(cp.cfg, client.Options{Scheme: cp.scheme}); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(cp.cfg.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = env.Stop() }()
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
+	if cp.proxy, err = faultproxy.NewTCPProxy(target.Host); err != nil {
 		t.Fatal(err)
 	}
-	target, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.NewTCPProxy(target.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = proxy.Close() }()
-	pcfg := rest.CopyConfig(cfg)
-	pcfg.Host = "https://" + proxy.Addr()
-	pcfg.QPS, pcfg.Burst = 200, 400
+	t.Cleanup(func() { _ = cp.proxy.Close() })
+	cp.proxied = rest.CopyConfig(cp.cfg)
+	cp.proxied.Host = "https://" + cp.proxy.Addr()
+	cp.proxied.QPS, cp.proxied.Burst = 200, 400
+	return cp
+}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// watchAll starts the informers under test, each with a recording, a slow and a
+// panicking handler.
+func watchAll(ctx context.Context, t *testing.T, c crcache.Cache, writes *sync.Map) []*watched {
+	t.Helper()
+	metaCM := &metav1.PartialObjectMetadata{}
+	metaCM.SetGroupVersionKind(cmGVK)
+	uApp := &unstructured.Unstructured{}
+	uApp.SetGroupVersionKind(appGVK)
+	specs := []struct {
+		name string
+		obj  client.Object
+		gvk  schema.GroupVersionKind
+	}{
+		{"pods", &corev1.Pod{}, podGVK},
+		{"configmaps", &corev1.ConfigMap{}, cmGVK},
+		{"apps", &demov1alpha1.App{}, appGVK},
+		{"configmaps (metadata)", metaCM, cmGVK},
+		{"apps (unstructured)", uApp, appGVK},
+	}
+	informers := make([]*watched, 0, len(specs))
+	for _, w := range specs {
+		i, err := c.GetInformer(ctx, w.obj)
+		if err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		wi := &watched{name: w.name, gvk: w.gvk, inf: i.(*informer.SharedIndexInformer),
+			rec: newRecorder(w.gvk.Kind, writes)}
+		for _, h := range []toolscache.ResourceEventHandler{wi.rec, slowHandler(), panickyHandler()} {
+			if _, err := wi.inf.AddEventHandler(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		informers = append(informers, wi)
+	}
+	return informers
+}
+
+// injectFaults injects faults drawn from the seed until end.
+func injectFaults(ctx context.Context, t *testing.T, cp *controlPlane, st settings, end time.Time) faultCounts {
+	var faults faultCounts
+	rng := rand.New(rand.NewPCG(st.seed, 1))
+	scale := min(1.0, st.duration.Seconds()/600) // blackholes 10–60 s in 10 minutes, shorter in shorter runs
+	for {
+		wait := time.Duration(3+rng.IntN(6)) * time.Second
+		if time.Now().Add(wait).After(end) {
+			return faults
+		}
+		time.Sleep(wait)
+		switch rng.IntN(4) {
+		case 3:
+			if faults.crdRecreated >= 2 || time.Until(end) < 30*time.Second {
+				cp.proxy.Cut()
+				faults.cuts++
+				break
+			}
+			if err := recreateCRD(ctx, cp.direct, cp.cfg, cp.crdDir); err != nil {
+				t.Errorf("re-creating the App CRD: %v", err)
+			}
+			faults.crdRecreated++
+		case 0:
+			cp.proxy.Cut()
+			faults.cuts++
+		case 1:
+			d := time.Duration(float64(10+rng.IntN(51))*scale*float64(time.Second)) + time.Second
+			faults.blackholes++
+			cp.proxy.Blackhole(true)
+			time.Sleep(min(d, time.Until(end)))
+			cp.proxy.Blackhole(false)
+		case 2:
+			faults.slow++
+			cp.proxy.SetDelay(time.Duration(20+rng.IntN(80)) * time.Millisecond)
+			time.Sleep(min(10*time.Second, time.Until(end)))
+			cp.proxy.SetDelay(0)
+		}
+	}
+}
+
+// converge compares until there is no difference or 60 s passed.
+func converge(ctx context.Context, t *testing.T, c client.Client, informers []*watched) map[string][]string {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		diffs := compareAll(ctx, t, c, informers)
+		if total(diffs) == 0 || time.Now().After(deadline) {
+			return diffs
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// sampleHeap records the largest heap in use until ctx ends.
+func sampleHeap(ctx context.Context, maxHeap *atomic.Uint64) {
+	for ctx.Err() == nil {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapInuse > maxHeap.Load() {
+			maxHeap.Store(ms.HeapInuse)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func TestSoak(t *testing.T) {
+	st := loadSettings(t)
+	cp := startControlPlane(t)
+	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "soak"}}
-	if err := direct.Create(ctx, ns); err != nil {
+	if err := cp.direct.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 
 	goroutinesBefore := runtime.NumGoroutine()
-	c, err := dcache.NewWith(dcache.WithLabelIndexes("app"))(pcfg, crcache.Options{Scheme: scheme})
+	c, err := dcache.NewWith(dcache.WithLabelIndexes("app"))(cp.proxied, crcache.Options{Scheme: cp.scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,36 +355,8 @@ func TestSoak(t *testing.T) {
 	cacheCtx, stopCache := context.WithCancel(ctx)
 	cacheDone := make(chan error, 1)
 	go func() { cacheDone <- c.Start(cacheCtx) }()
-
 	writes := &sync.Map{}
-	metaCM := &metav1.PartialObjectMetadata{}
-	metaCM.SetGroupVersionKind(cmGVK)
-	uApp := &unstructured.Unstructured{}
-	uApp.SetGroupVersionKind(appGVK)
-	var informers []*watched
-	for _, w := range []struct {
-		name string
-		obj  client.Object
-		gvk  schema.GroupVersionKind
-	}{
-		{"pods", &corev1.Pod{}, podGVK},
-		{"configmaps", &corev1.ConfigMap{}, cmGVK},
-		{"apps", &demov1alpha1.App{}, appGVK},
-		{"configmaps (metadata)", metaCM, cmGVK},
-		{"apps (unstructured)", uApp, appGVK},
-	} {
-		i, err := c.GetInformer(ctx, w.obj)
-		if err != nil {
-			t.Fatalf("%s: %v", w.name, err)
-		}
-		wi := &watched{name: w.name, gvk: w.gvk, inf: i.(*informer.SharedIndexInformer), rec: newRecorder(w.gvk.Kind, writes)}
-		for _, h := range []toolscache.ResourceEventHandler{wi.rec, slowHandler(), panickyHandler()} {
-			if _, err := wi.inf.AddEventHandler(h); err != nil {
-				t.Fatal(err)
-			}
-		}
-		informers = append(informers, wi)
-	}
+	informers := watchAll(ctx, t, c, writes)
 	if !c.WaitForCacheSync(ctx) {
 		t.Fatal("cache did not sync")
 	}
@@ -288,77 +373,21 @@ func TestSoak(t *testing.T) {
 		}
 	}()
 	var maxHeap atomic.Uint64
-	go func() {
-		for cacheCtx.Err() == nil {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > maxHeap.Load() {
-				maxHeap.Store(ms.HeapInuse)
-			}
-			time.Sleep(2 * time.Second)
-		}
-	}()
+	go sampleHeap(cacheCtx, &maxHeap)
 
 	// Faults and writers, both drawn from the seed.
-	start := time.Now()
-	end := start.Add(st.duration)
-	faults := faultCounts{}
-	faultsDone := make(chan struct{})
-	go func() {
-		defer close(faultsDone)
-		rng := rand.New(rand.NewPCG(st.seed, 1))
-		scale := min(1.0, st.duration.Seconds()/600) // blackholes 10–60 s in 10 minutes, shorter in shorter runs
-		for {
-			wait := time.Duration(3+rng.IntN(6)) * time.Second
-			if time.Now().Add(wait).After(end) {
-				return
-			}
-			time.Sleep(wait)
-			switch rng.IntN(4) {
-			case 3:
-				if faults.crdRecreated >= 2 || time.Until(end) < 30*time.Second {
-					proxy.Cut()
-					faults.cuts++
-					break
-				}
-				if err := recreateCRD(ctx, direct, cfg, crdDir); err != nil {
-					t.Errorf("re-creating the App CRD: %v", err)
-				}
-				faults.crdRecreated++
-			case 0:
-				proxy.Cut()
-				faults.cuts++
-			case 1:
-				d := time.Duration(float64(10+rng.IntN(51))*scale*float64(time.Second)) + time.Second
-				faults.blackholes++
-				proxy.Blackhole(true)
-				time.Sleep(min(d, time.Until(end)))
-				proxy.Blackhole(false)
-			case 2:
-				faults.slow++
-				proxy.SetDelay(time.Duration(20+rng.IntN(80)) * time.Millisecond)
-				time.Sleep(min(10*time.Second, time.Until(end)))
-				proxy.SetDelay(0)
-			}
-		}
-	}()
-	written := writeLoop(ctx, t, direct, writes, st, end)
-	<-faultsDone
-	proxy.Blackhole(false)
-	proxy.SetDelay(0)
+	end := time.Now().Add(st.duration)
+	faultsDone := make(chan faultCounts, 1)
+	go func() { faultsDone <- injectFaults(ctx, t, cp, st, end) }()
+	written := writeLoop(ctx, t, cp.direct, writes, st, end)
+	faults := <-faultsDone
+	cp.proxy.Blackhole(false)
+	cp.proxy.SetDelay(0)
 	t.Logf("writes: %d; faults: %d cuts, %d blackholes, %d slow links, %d CRD re-creations",
 		written, faults.cuts, faults.blackholes, faults.slow, faults.crdRecreated)
 
 	// Within 60 s every store equals the server, and every handler's last view too.
-	var diffs map[string][]string
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		diffs = compareAll(ctx, t, direct, informers)
-		if total(diffs) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+	diffs := converge(ctx, t, cp.direct, informers)
 	converged := time.Since(end)
 	for name, d := range diffs {
 		if len(d) > 0 {
@@ -381,15 +410,16 @@ func TestSoak(t *testing.T) {
 		t.Errorf("cache Start: %v", err)
 	}
 	<-monitorDone
-	proxy.Cut() // the cache's idle connections end with it
+	cp.proxy.Cut() // the cache's idle connections end with it
 	leftover := goroutinesLeft(goroutinesBefore)
 	if leftover > 0 {
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines left after the cache stopped:\n%s", leftover, buf[:runtime.Stack(buf, true)])
 	}
 
-	r := report{settings: st, faults: faults, compactions: int(st.duration / compactionInterval), written: written, delivered: delivered, relists: relists,
-		watchStarts: watchStarts, maxDelay: maxDelay, converged: converged, diffs: total(diffs),
+	r := report{settings: st, faults: faults, compactions: int(st.duration / compactionInterval),
+		written: written, delivered: delivered, relists: relists, watchStarts: watchStarts,
+		maxDelay: maxDelay, converged: converged, diffs: total(diffs),
 		maxHeap: maxHeap.Load(), leftover: leftover, passed: !t.Failed()}
 	t.Log(r.markdown())
 	if st.report != "" {
@@ -411,7 +441,8 @@ func writeLoop(ctx context.Context, t *testing.T, c client.Client, writes *sync.
 	for time.Now().Before(end) {
 		<-tick.C
 		kind := []string{"Pod", "ConfigMap", "App"}[rng.IntN(3)]
-		name := fmt.Sprintf("%s-%d", map[string]string{"Pod": "p", "ConfigMap": "cm", "App": "app"}[kind], rng.IntN(st.objects))
+		prefix := map[string]string{"Pod": "p", "ConfigMap": "cm", "App": "app"}[kind]
+		name := fmt.Sprintf("%s-%d", prefix, rng.IntN(st.objects))
 		id := kind + "/" + name
 		obj := newObject(kind, name, rng.IntN(10))
 		var err error
@@ -475,10 +506,12 @@ func recreateCRD(ctx context.Context, c client.Client, cfg *rest.Config, dir str
 }
 
 func newObject(kind, name string, v int) client.Object {
-	om := metav1.ObjectMeta{Namespace: "soak", Name: name, Labels: map[string]string{"app": "a" + strconv.Itoa(v%3), "v": strconv.Itoa(v)}}
+	labels := map[string]string{"app": "a" + strconv.Itoa(v%3), "v": strconv.Itoa(v)}
+	om := metav1.ObjectMeta{Namespace: "soak", Name: name, Labels: labels}
 	switch kind {
 	case "Pod":
-		return &corev1.Pod{ObjectMeta: om, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		containers := []corev1.Container{{Name: "c", Image: "busybox"}}
+		return &corev1.Pod{ObjectMeta: om, Spec: corev1.PodSpec{Containers: containers}}
 	case "ConfigMap":
 		return &corev1.ConfigMap{ObjectMeta: om, Data: map[string]string{"v": strconv.Itoa(v)}}
 	default:
