@@ -60,7 +60,7 @@ object). Replay a run with `+"`SOAK_SEED=<seed> make soak`"+`.
 | result | %s |
 | seed | %d |
 | duration | %s |
-| objects per kind, write rate | %d, %d writes/s |
+| objects per kind, write rate asked (achieved) | %d, %d writes/s (%.0f writes/s: one writer, one write at a time) |
 | faults injected | %d connection cuts (RST), %d blackholes (frozen, no RST), %d slow links, `+
 		`%d App CRD deletions and re-creations (every App deleted with it) |
 | etcd compaction | every %s by the kube-apiserver (about %d in the run): watches resumed from an older RV get 410 |
@@ -76,7 +76,7 @@ object). Replay a run with `+"`SOAK_SEED=<seed> make soak`"+`.
 
 Not injected yet (issue #11 §1, to do): a kube-apiserver restart on the same etcd, RBAC
 revoked and restored for one kind.
-`, result, r.seed, r.duration, r.objects, r.rate, r.faults.cuts, r.faults.blackholes, r.faults.slow,
+`, result, r.seed, r.duration, r.objects, r.rate, float64(r.written)/r.duration.Seconds(), r.faults.cuts, r.faults.blackholes, r.faults.slow,
 		r.faults.crdRecreated, compactionInterval, r.compactions, r.written, r.delivered, r.relists, r.watchStarts,
 		r.maxDelay.Round(time.Millisecond),
 		r.converged.Round(time.Millisecond), r.diffs, float64(r.maxHeap)/(1<<20), r.leftover)
