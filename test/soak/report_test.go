@@ -74,6 +74,10 @@ object). Replay a run with `+"`SOAK_SEED=<seed> make soak`"+`.
 | largest heap in use (whole test process, control-plane client included) | %.1f MiB |
 | goroutines left after the cache stopped | %d |
 
+The largest time from a server write to the cache includes the blackholes (the link is frozen
+for up to 60 s in a 10-minute run, 5–10 s in the 90-second run of `+"`make test`"+`) and the
+reconnection after them; the heap figure is the whole test process's.
+
 Not injected yet (issue #11 §1, to do): a kube-apiserver restart on the same etcd, RBAC
 revoked and restored for one kind.
 `, result, r.seed, r.duration, r.objects, r.rate, float64(r.written)/r.duration.Seconds(), r.faults.cuts, r.faults.blackholes, r.faults.slow,
