@@ -168,6 +168,12 @@
 // steady stream of a large list is not cut short.
 // Options.DisableWatchList turns streaming off.
 //
+// A watch stream that loses an event without breaking is found by the
+// consistency check (Options.ConsistencyCheck, off by default): at a low rate,
+// a paginated metadata-only LIST at RV "" is compared with the store by uid
+// and resourceVersion, the drift the RVs prove is counted and logged, and
+// Reflector.RequestRelist heals it with a consistent relist.
+//
 // Proof beyond unit tests: differential tests run one scenario through
 // client-go's SharedIndexInformer and ours on the same fake and compare
 // stores and handlers' views, naming the deliberate differences
