@@ -80,7 +80,8 @@ reconnection after them; the heap figure is the whole test process's.
 
 Not injected yet (issue #11 §1, to do): a kube-apiserver restart on the same etcd, RBAC
 revoked and restored for one kind.
-`, result, r.seed, r.duration, r.objects, r.rate, float64(r.written)/r.duration.Seconds(), r.faults.cuts, r.faults.blackholes, r.faults.slow,
+`, result, r.seed, r.duration, r.objects, r.rate, float64(r.written)/r.duration.Seconds(),
+		r.faults.cuts, r.faults.blackholes, r.faults.slow,
 		r.faults.crdRecreated, compactionInterval, r.compactions, r.written, r.delivered, r.relists, r.watchStarts,
 		r.maxDelay.Round(time.Millisecond),
 		r.converged.Round(time.Millisecond), r.diffs, float64(r.maxHeap)/(1<<20), r.leftover)
