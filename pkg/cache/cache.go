@@ -66,7 +66,9 @@ type Cache struct {
 	log                         logr.Logger
 
 	informers *informerMap
-	stats     listStatsRegistry
+	// missing are the kinds blocking GetInformer calls wait for (see awaitKind).
+	missing missingKinds
+	stats   listStatsRegistry
 	// intern is the cache's string intern table; nil with DisableStringInterning.
 	intern *internTable
 	// clock drives the informers' timers and the mutation detector; real time except
@@ -204,7 +206,12 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 // started, until the informer has synced; it returns a Timeout error if ctx ends first
 // and, promptly, the informer's list/watch error if it is one retrying cannot fix (see
 // Config.WaitThroughSyncErrors). Before Start it never waits. Errors also when the GVK
-// cannot be determined or has no REST mapping (*meta.NoKindMatchError).
+// cannot be determined or has no REST mapping (*meta.NoKindMatchError) — except that a
+// blocking call on a started cache waits for a kind that is not served yet (a controller
+// started before its CRD was installed): it asks the RESTMapper again every 500 ms and
+// returns the informer, synced, once the CRD is established, or the NoKindMatch error
+// when ctx ends. While it waits, WaitForCacheSync waits too and the readyz check fails
+// naming the kind. Get and List never wait for a kind: they return NoKindMatch at once.
 func (c *Cache) GetInformer(
 	ctx context.Context, obj client.Object, opts ...crcache.InformerGetOption,
 ) (crcache.Informer, error) {
@@ -280,9 +287,12 @@ func (c *Cache) Start(ctx context.Context) error {
 // for their handlers; with deltacache a cache that cannot sync for lack of RBAC
 // makes them fail ("cache did not sync") instead of hanging until CacheSyncTimeout or
 // forever. Config.WaitThroughSyncErrors (WithWaitThroughSyncErrors) restores
-// controller-runtime's behaviour.
+// controller-runtime's behaviour. It also waits while a blocking GetInformer waits for
+// a kind that is not served yet (see GetInformer), and logs the kinds once.
 func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
-	return c.informers.WaitForCacheSync(ctx, c.settings.WaitThroughSyncErrors)
+	return c.waitForMissingKinds(ctx, func() bool {
+		return c.informers.WaitForCacheSync(ctx, c.settings.WaitThroughSyncErrors)
+	})
 }
 
 // NeedLeaderElection returns false: the cache runs on every replica, as
@@ -306,6 +316,11 @@ func (c *Cache) getEntry(
 			return nil, started, &crcache.ErrResourceNotCached{GVK: key.gvk}
 		}
 		built, err := c.newEntry(key)
+		if err != nil && block && started && meta.IsNoMatchError(err) {
+			var release func()
+			built, release, err = c.awaitKind(ctx, key, err)
+			defer release()
+		}
 		if err != nil {
 			return nil, started, err
 		}

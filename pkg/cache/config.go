@@ -48,6 +48,12 @@ type Config struct {
 	// "deltacache", so ctrl.SetLogger applies to it.
 	Logger logr.Logger
 
+	// ConsistencyCheckInterval turns on the production consistency checker (see
+	// WithConsistencyCheck): every informer compares its store with a metadata-only
+	// LIST of its scope this often and relists on drift.
+	// Zero value: off.
+	ConsistencyCheckInterval time.Duration
+
 	// ListPageSize is the page size of the paginated LIST an informer uses for its
 	// initial list and every relist.
 	// Zero value: pkg/informer's default (500).

@@ -75,13 +75,20 @@ func TestEnvtestKindWithoutCRDIsNoKindMatchUntilTheCRDIsInstalled(t *testing.T) 
 	gadgets := &unstructured.UnstructuredList{}
 	gadgets.SetGroupVersionKind(gadgetGVK.GroupVersion().WithKind("GadgetList"))
 	assertNoKindMatch(t, "List", c.List(ctx, gadgets), gadgetGVK)
-	_, err := c.GetInformer(ctx, gadget)
-	assertNoKindMatch(t, "GetInformer", err, gadgetGVK)
-	_, err = c.GetInformerForKind(ctx, gadgetGVK)
-	assertNoKindMatch(t, "GetInformerForKind", err, gadgetGVK)
+	_, err := c.GetInformer(ctx, gadget, crcache.BlockUntilSynced(false))
+	assertNoKindMatch(t, "GetInformer without blocking", err, gadgetGVK)
+	_, err = c.GetInformerForKind(ctx, gadgetGVK, crcache.BlockUntilSynced(false))
+	assertNoKindMatch(t, "GetInformerForKind without blocking", err, gadgetGVK)
 	if ctx.Err() != nil {
 		t.Fatal("the no-kind-match errors took until the context's deadline")
 	}
+	// A blocking GetInformer waits for the kind (see
+	// TestEnvtestControllerStartedBeforeItsCRDReconcilesSoonAfterItIsInstalled)
+	// and returns the NoKindMatch error when its context ends.
+	short, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	_, err = c.GetInformer(short, gadget)
+	cancel()
+	assertNoKindMatch(t, "GetInformer blocking until its context ended", err, gadgetGVK)
 	// No informer was left behind to fail or to hold WaitForCacheSync up.
 	if !c.WaitForCacheSync(ctx) {
 		t.Error("WaitForCacheSync returned false after failed lookups of an unknown kind")

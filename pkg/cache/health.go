@@ -45,7 +45,9 @@ const DefaultStallTimeout = 15 * time.Minute
 //	apps.demo.deltacache.io: forbidden: App.v1alpha1.demo.deltacache.io: list failed (Forbidden):
 //	apps.demo.deltacache.io is forbidden: User "..." cannot list ...
 //
-// and passes when every informer has synced (removed and stopped informers do not
+// a line per kind a controller waits for because it is not served (its CRD is not
+// installed yet, see GetInformer), and passes when every informer has synced and no
+// kind is waited for (removed and stopped informers do not
 // count). controller-runtime's Manager withholds the reason on /readyz and logs it;
 // /readyz/<check name> shows it. It never blocks.
 func (c *Cache) ReadyzCheck() healthz.Checker {
@@ -127,7 +129,7 @@ func (c *Cache) notReady() error {
 	if !started {
 		return errors.New("the informer cache has not started")
 	}
-	var lines []string
+	lines := c.missingKindLines()
 	for _, s := range scopes {
 		inf := s.scope.informer
 		if inf.HasSynced() {

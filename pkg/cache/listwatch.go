@@ -54,7 +54,8 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 		if !namespaced {
 			scope.namespace = ""
 		}
-		lw, err := c.listWatcher(key, mapping, namespaced, listWatchOptions(scope))
+		lwOpts := listWatchOptions(scope)
+		lw, err := c.listWatcher(key, mapping, namespaced, lwOpts)
 		if err != nil {
 			return nil, err
 		}
@@ -85,6 +86,8 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 			Backoff:             c.settings.Backoff,
 			Clock:               c.clock,
 			MetricLabels:        metricLabels(key),
+			HandlerLabel:        handlerLabel,
+			ConsistencyCheck:    c.consistencyCheck(mapping, namespaced, lwOpts),
 			CrashOnHandlerPanic: c.settings.CrashOnHandlerPanic,
 			StorageCodec:        codec,
 		})

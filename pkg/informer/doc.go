@@ -159,11 +159,20 @@
 // (client-go anchor §11.3), or when the client opts out. A failed stream
 // falls back to a paginated LIST for that attempt. A server that refuses
 // WatchList (422/400), or whose stream falls silent for a whole
-// WatchListTimeout period (default one minute) or does not end its initial events within four of them
-// (and before the server-side watch timeout), gets LIST for the rest of the
+// WatchListTimeout period (default 10 s), does not end its initial events
+// within three of them (and before the server-side watch timeout), or sends
+// a MODIFIED or DELETED event before the end bookmark (the bookmark was
+// dropped on the way: initial events are all ADDED), gets LIST within 30 s
+// with the defaults, and for the rest of the
 // informer's life; client-go waits forever, warning every 10 s. A slow but
 // steady stream of a large list is not cut short.
 // Options.DisableWatchList turns streaming off.
+//
+// A watch stream that loses an event without breaking is found by the
+// consistency check (Options.ConsistencyCheck, off by default): at a low rate,
+// a paginated metadata-only LIST at RV "" is compared with the store by uid
+// and resourceVersion, the drift the RVs prove is counted and logged, and
+// Reflector.RequestRelist heals it with a consistent relist.
 //
 // Proof beyond unit tests: differential tests run one scenario through
 // client-go's SharedIndexInformer and ours on the same fake and compare

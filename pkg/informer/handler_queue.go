@@ -46,9 +46,12 @@ type pendingKey struct {
 // the number of distinct keys, and never blocks the informer or other
 // handlers.
 type HandlerRegistration struct {
-	informer     *SharedIndexInformer
-	handler      toolscache.ResourceEventHandler
-	name         string
+	informer *SharedIndexInformer
+	handler  toolscache.ResourceEventHandler
+	name     string
+	// label is the "handler" label of the registration's series, unique
+	// among the informer's registrations (see uniqueHandlerLabelLocked).
+	label        string
 	resyncPeriod time.Duration
 	crash        bool
 	log          logr.Logger
@@ -121,6 +124,10 @@ func (r *HandlerRegistration) HasSyncedChecker() toolscache.DoneChecker {
 
 // Name describes the registration: informer name and handler type.
 func (r *HandlerRegistration) Name() string { return r.name }
+
+// MetricLabel is the "handler" label of the registration's
+// deltacache_handler_* series.
+func (r *HandlerRegistration) MetricLabel() string { return r.label }
 
 // ResyncPeriod is the period this handler receives resync updates with; 0
 // means never.

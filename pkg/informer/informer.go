@@ -70,15 +70,26 @@ type Options struct {
 	// events in time (see WatchListTimeout) gets LIST from then on.
 	DisableWatchList bool
 	// WatchListTimeout: a WatchList stream that delivers no event for a whole
-	// period of it (checked once per period) before its initial-events-end
-	// bookmark is abandoned, and so is one that takes four of them;
-	// 0 = DefaultWatchListTimeout (one minute).
+	// period of it (checked once per period, so after one to two of them)
+	// before its initial-events-end bookmark is abandoned, and so is one that
+	// takes three of them; 0 = DefaultWatchListTimeout (10 seconds: a missing
+	// end bookmark costs at most 30 seconds). A MODIFIED or DELETED event
+	// before the end bookmark ends the stream at once: initial events are all
+	// ADDED, so the bookmark was lost on the way.
 	WatchListTimeout time.Duration
 
 	// MetricLabels label the informer's series in Metrics. Zero value: group,
 	// version and kind of the example object's GroupVersionKind (its Go type
 	// name as kind when unset) and the shape of its Go type.
 	MetricLabels MetricLabels
+	// ConsistencyCheck compares the store with the server at a low rate and
+	// heals drift with a relist; the zero value is off. See ConsistencyCheck.
+	ConsistencyCheck ConsistencyCheck
+	// HandlerLabel names a registration in the "handler" label of the
+	// deltacache_handler_* series (see HandlerLabel for the default); nil or
+	// an empty answer = the default. Registrations of one informer never
+	// share a series: a second registration with the same label gets "#2".
+	HandlerLabel func(toolscache.ResourceEventHandler) string
 	// Metrics receives the informer's metrics while it runs; nil =
 	// DefaultMetrics.
 	Metrics *Metrics
@@ -148,9 +159,12 @@ type SharedIndexInformer struct {
 	watchErrorHandler toolscache.WatchErrorHandlerWithContext
 	handlers          []*HandlerRegistration
 	reflector         *Reflector
-	log               logr.Logger
-	startTime         time.Time
-	resyncWake        chan struct{}
+	// checkMu guards lastDrift, the last consistency check's report.
+	checkMu    sync.Mutex
+	lastDrift  *DriftReport
+	log        logr.Logger
+	startTime  time.Time
+	resyncWake chan struct{}
 	// obs is the informer's metric state, set once by Run.
 	obs atomic.Pointer[informerMetrics]
 	// codecErrs are the keys whose storage codec errors were logged.
@@ -357,6 +371,9 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.reflector.Run(ctx) })
 	wg.Go(func() { s.resyncLoop(ctx) })
+	if s.opts.ConsistencyCheck.enabled() {
+		wg.Go(func() { s.consistencyLoop(ctx) })
+	}
 	wg.Go(func() {
 		select {
 		case <-s.fifo.Synced():
@@ -445,6 +462,7 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 		log = *options.Logger
 	}
 	reg := newRegistration(s, handler, max(period, 0), log)
+	reg.label = s.uniqueHandlerLabelLocked(handler)
 	if period > 0 {
 		reg.nextResync = s.clock.Now().Add(period)
 	}

@@ -158,12 +158,7 @@ func NewMetadataListWatch(
 		if err != nil {
 			return nil, err
 		}
-		return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-			if p, ok := e.Object.(*metav1.PartialObjectMetadata); ok {
-				p.SetGroupVersionKind(gvk)
-			}
-			return e, true
-		}), nil
+		return newGVKWatch(w, gvk), nil
 	}
 	return newListWatch(list, watchFn, opts, client)
 }

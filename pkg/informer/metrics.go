@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 )
 
@@ -37,6 +39,9 @@ const (
 	RelistCauseTooLargeResourceVersion = "too_large_resource_version"
 	// RelistCauseError: any other list or watch error, after backoff.
 	RelistCauseError = "error"
+	// RelistCauseDrift: the consistency check found the store different from
+	// the server (see ConsistencyCheck).
+	RelistCauseDrift = "drift"
 )
 
 // MetricLabels are the label values of an informer's series. Each must come
@@ -111,6 +116,8 @@ type Metrics struct {
 	watchDuration  *prometheus.HistogramVec
 	relists        *prometheus.CounterVec
 	errors         *prometheus.CounterVec
+	checks         *prometheus.CounterVec
+	drift          *prometheus.CounterVec
 	handlerLatency *prometheus.HistogramVec
 	handlerPanics  *prometheus.CounterVec
 	codecErrors    *prometheus.CounterVec
@@ -175,7 +182,14 @@ func NewMetrics() *Metrics {
 			"Duration of each watch, from its opening to its end (server timeout, error, stall or stop).",
 			[]float64{1, 10, 30, 60, 120, 300, 450, 600, 660, 900, 1800}),
 		relists: counter("deltacache_informer_relists_total",
-			"Lists after the first, by cause: expired (410), too_large_resource_version, error.", "cause"),
+			"Lists after the first, by cause: expired (410), too_large_resource_version, error, drift.", "cause"),
+		checks: counter("deltacache_consistency_checks_total",
+			"Consistency checks (a metadata-only LIST compared with the store), by result: ok, drift, error.",
+			"result"),
+		drift: counter("deltacache_consistency_drift_objects_total",
+			"Objects a consistency check found different from the server, by drift: missing (on the server, "+
+				"not in the store), extra (in the store, deleted on the server), stale (an older resourceVersion "+
+				"or another uid in the store).", "drift"),
 		errors: counter("deltacache_informer_errors_total",
 			"List and watch errors, by operation (list, watch, watchlist) and reason (Forbidden, NotFound, "+
 				"Expired, TooLargeResourceVersion, Transport, WatchStalled, ...).", "op", "reason"),
@@ -224,7 +238,7 @@ type vec interface {
 func (m *Metrics) vecs() []vec {
 	return []vec{m.listRequests, m.listPages, m.listObjects, m.listDuration,
 		m.watchStarts, m.watchEvents, m.watchBookmarks, m.watchDuration, m.relists, m.errors,
-		m.handlerLatency, m.handlerPanics, m.codecErrors}
+		m.checks, m.drift, m.handlerLatency, m.handlerPanics, m.codecErrors}
 }
 
 // Describe implements prometheus.Collector.
@@ -288,7 +302,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		handlers := append([]*HandlerRegistration(nil), s.handlers...)
 		s.mu.Unlock()
 		for _, h := range handlers {
-			a.pending[handlerLabel(h.handler)] += float64(h.Pending())
+			a.pending[h.label] += float64(h.Pending())
 		}
 	}
 	for labels, a := range groups {
@@ -340,8 +354,17 @@ func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.
 	for i, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
 		im.watchEvents[i] = m.watchEvents.WithLabelValues(append(lv, string(t))...)
 	}
-	for i, cause := range []string{RelistCauseExpired, RelistCauseTooLargeResourceVersion, RelistCauseError} {
+	causes := []string{RelistCauseExpired, RelistCauseTooLargeResourceVersion, RelistCauseError, RelistCauseDrift}
+	for i, cause := range causes {
 		im.relists[i] = m.relists.WithLabelValues(append(lv, cause)...)
+	}
+	if s.opts.ConsistencyCheck.enabled() { // the series exist where checks run
+		for i, result := range []string{"ok", "drift", "error"} {
+			im.consistencyChecks[i] = m.checks.WithLabelValues(append(lv, result)...)
+		}
+		for i, drift := range []string{DriftMissing, DriftExtra, DriftStale} {
+			im.driftObjects[i] = m.drift.WithLabelValues(append(lv, drift)...)
+		}
 	}
 	im.syncedAfter.Store(-1)
 	m.mu.Lock()
@@ -385,7 +408,9 @@ type informerMetrics struct {
 	watchStarts, watchBookmarks          prometheus.Counter
 	watchEvents                          [3]prometheus.Counter // ADDED, MODIFIED, DELETED
 	watchDuration                        prometheus.Observer
-	relists                              [3]prometheus.Counter // expired, too large RV, error
+	relists                              [4]prometheus.Counter // expired, too large RV, error, drift
+	consistencyChecks                    [3]prometheus.Counter // ok, drift, error
+	driftObjects                         [3]prometheus.Counter // missing, extra, stale
 	errors                               *prometheus.CounterVec
 	handlerLatency                       prometheus.ObserverVec
 	handlerPanics                        *prometheus.CounterVec
@@ -483,6 +508,10 @@ func (im *informerMetrics) relist(err error) {
 	if im == nil {
 		return
 	}
+	if _, ok := err.(errRelistRequested); ok {
+		im.relists[3].Inc()
+		return
+	}
 	switch lwReason(err) {
 	case ReasonExpired:
 		im.relists[0].Inc()
@@ -490,6 +519,24 @@ func (im *informerMetrics) relist(err error) {
 		im.relists[1].Inc()
 	default:
 		im.relists[2].Inc()
+	}
+}
+
+// consistencyChecked records a consistency check's result.
+func (im *informerMetrics) consistencyChecked(r *DriftReport, err error) {
+	if im == nil || im.consistencyChecks[0] == nil {
+		return
+	}
+	switch {
+	case err != nil:
+		im.consistencyChecks[2].Inc()
+	case r.Drifted():
+		im.consistencyChecks[1].Inc()
+		im.driftObjects[0].Add(float64(len(r.Missing)))
+		im.driftObjects[1].Add(float64(len(r.Extra)))
+		im.driftObjects[2].Add(float64(len(r.Stale)))
+	default:
+		im.consistencyChecks[0].Inc()
 	}
 }
 
@@ -515,7 +562,7 @@ func (r *HandlerRegistration) observeDelivery(start time.Time, panicked bool) {
 		return
 	}
 	if r.metrics.owner != im {
-		label := handlerLabel(r.handler)
+		label := r.label
 		r.metrics = handlerMetrics{owner: im,
 			latency: im.handlerLatency.WithLabelValues(label), panics: im.handlerPanics.WithLabelValues(label)}
 	}
@@ -530,13 +577,30 @@ var packagePath = regexp.MustCompile(`[\w.~-]+/`)
 
 var handlerLabels sync.Map // reflect.Type → string
 
-// handlerLabel is the "handler" label of h: its Go type with package paths
-// reduced to package names, e.g.
-// "*internal.EventHandler[cacheapi.Object,reconcile.Request]" for the handler
-// controller-runtime's source.Kind registers (every controller's, whatever
-// the kind), or "cache.ResourceEventHandlerFuncs". Handlers of one type add
-// up; the label set is bounded by the handler types of the program.
-func handlerLabel(h any) string {
+// NamedHandler is a handler that names itself in the "handler" label of the
+// deltacache_handler_* series (see HandlerLabel).
+type NamedHandler interface {
+	toolscache.ResourceEventHandler
+	HandlerName() string
+}
+
+// HandlerLabel is the default "handler" label of h: its HandlerName when h is
+// a NamedHandler, else its Go type with package paths reduced to package
+// names, e.g. "cache.ResourceEventHandlerFuncs". Options.HandlerLabel
+// overrides it (pkg/cache names controller-runtime's handlers after what
+// they enqueue); the informer then makes the label unique among its
+// registrations (see uniqueHandlerLabelLocked).
+func HandlerLabel(h toolscache.ResourceEventHandler) string {
+	if n, ok := h.(NamedHandler); ok {
+		if name := n.HandlerName(); name != "" {
+			return name
+		}
+	}
+	return goTypeLabel(h)
+}
+
+// goTypeLabel is h's Go type with package paths reduced to package names.
+func goTypeLabel(h any) string {
 	t := reflect.TypeOf(h)
 	if l, ok := handlerLabels.Load(t); ok {
 		return l.(string)
@@ -544,6 +608,34 @@ func handlerLabel(h any) string {
 	l := packagePath.ReplaceAllString(t.String(), "")
 	handlerLabels.Store(t, l)
 	return l
+}
+
+// uniqueHandlerLabelLocked is the label of a new registration of h:
+// Options.HandlerLabel's answer, else HandlerLabel's, followed by "#n" when
+// n-1 registrations of the informer already have that label (n ≥ 2, the
+// smallest free), so that two controllers whose handlers look alike (every
+// controller-runtime controller registers the same Go type) are two series.
+// The label set stays bounded by the registrations alive at once. s.mu held.
+func (s *SharedIndexInformer) uniqueHandlerLabelLocked(h toolscache.ResourceEventHandler) string {
+	base := ""
+	if s.opts.HandlerLabel != nil {
+		base = s.opts.HandlerLabel(h)
+	}
+	if base == "" {
+		base = HandlerLabel(h)
+	}
+	taken := make(map[string]bool, len(s.handlers))
+	for _, r := range s.handlers {
+		taken[r.label] = true
+	}
+	if !taken[base] {
+		return base
+	}
+	for n := 2; ; n++ {
+		if l := base + "#" + strconv.Itoa(n); !taken[l] {
+			return l
+		}
+	}
 }
 
 // startMetrics registers the informer with its Metrics; called once, by Run.

@@ -124,6 +124,7 @@ func TestMetricsCountListsWatchesEventsRelistsAndErrorsExactly(t *testing.T) {
 		"deltacache_informer_watch_events_total{type=DELETED}":                1,
 		"deltacache_informer_watch_bookmarks_total":                           1,
 		"deltacache_informer_relists_total{cause=error}":                      1,
+		"deltacache_informer_relists_total{cause=drift}":                      0,
 		"deltacache_informer_relists_total{cause=expired}":                    1,
 		"deltacache_informer_relists_total{cause=too_large_resource_version}": 0,
 		"deltacache_informer_errors_total{op=list,reason=Forbidden}":          1,
@@ -364,16 +365,67 @@ type genericHandler[T any] struct {
 
 func TestHandlerLabelIsTheGoTypeWithPackageNamesOnly(t *testing.T) {
 	for _, tc := range []struct {
-		h    any
+		h    toolscache.ResourceEventHandler
 		want string
 	}{
 		{toolscache.ResourceEventHandlerFuncs{}, "cache.ResourceEventHandlerFuncs"},
 		{&toolscache.ResourceEventHandlerFuncs{}, "*cache.ResourceEventHandlerFuncs"},
 		{&genericHandler[*corev1.Pod]{}, "*informer.genericHandler[*v1.Pod]"},
 	} {
-		if got := handlerLabel(tc.h); got != tc.want {
-			t.Errorf("handlerLabel(%T) = %q, want %q", tc.h, got, tc.want)
+		if got := HandlerLabel(tc.h); got != tc.want {
+			t.Errorf("HandlerLabel(%T) = %q, want %q", tc.h, got, tc.want)
 		}
+	}
+}
+
+// namedHandler names itself (NamedHandler).
+type namedHandler struct {
+	toolscache.ResourceEventHandlerFuncs
+	name string
+}
+
+func (h namedHandler) HandlerName() string { return h.name }
+
+// Every controller-runtime controller registers a handler of the same Go type:
+// registrations of one type are still one series each ("#2" for the second),
+// a NamedHandler is named by itself, Options.HandlerLabel overrides both, and
+// a removed registration's label is free for the next.
+func TestMetricsEachRegistrationIsItsOwnSeriesEvenWithTheSameGoType(t *testing.T) {
+	m, reg := newMetricsRegistry(t)
+	f := informertest.New(&corev1.Pod{})
+	f.Create(pod("a", "p1", ""))
+	f.Create(pod("a", "p2", ""))
+	s := newPodInformer(f, Options{Metrics: m, HandlerLabel: func(h toolscache.ResourceEventHandler) string {
+		if _, ok := h.(*toolscache.ResourceEventHandlerFuncs); ok {
+			return "by-option"
+		}
+		return ""
+	}})
+	first := addHandler(t, s, toolscache.ResourceEventHandlerFuncs{})
+	second := addHandler(t, s, toolscache.ResourceEventHandlerFuncs{})
+	named := addHandler(t, s, namedHandler{name: "controller-a"})
+	byOption := addHandler(t, s, &toolscache.ResourceEventHandlerFuncs{})
+	startInformer(t, s)
+	for _, r := range []*HandlerRegistration{first, second, named, byOption} {
+		waitSynced(t, r.HasSyncedChecker())
+	}
+	labels := []string{"cache.ResourceEventHandlerFuncs", "cache.ResourceEventHandlerFuncs#2", "controller-a", "by-option"}
+	equalStrings(t, "labels",
+		[]string{first.MetricLabel(), second.MetricLabel(), named.MetricLabel(), byOption.MetricLabel()}, labels)
+	const calls = "deltacache_handler_processing_latency_seconds_count{handler=%s}"
+	eventually(t, 5*time.Second, "two calls per registration", func() bool {
+		got := gathered(t, reg, podLabels)
+		for _, l := range labels {
+			if got[fmt.Sprintf(calls, l)] != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	must(t, s.RemoveEventHandler(first))
+	third := addHandler(t, s, toolscache.ResourceEventHandlerFuncs{})
+	if got := third.MetricLabel(); got != "cache.ResourceEventHandlerFuncs" {
+		t.Errorf("label after the first registration was removed = %q, want the free base label", got)
 	}
 }
 

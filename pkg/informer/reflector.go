@@ -39,10 +39,12 @@ const DefaultPageSize = 500
 const DefaultMinWatchTimeout = 5 * time.Minute
 
 // DefaultWatchListTimeout bounds the silence between the events of a
-// WatchList stream before its initial-events-end bookmark (and, times four,
+// WatchList stream before its initial-events-end bookmark (and, times three,
 // the whole stream) before falling back to LIST (client-go waits without
-// bound and only warns every 10 seconds).
-const DefaultWatchListTimeout = time.Minute
+// bound and only warns every 10 seconds). With it, a stream whose end
+// bookmark never comes falls back within 30 seconds, well inside
+// controller-runtime's two-minute CacheSyncTimeout.
+const DefaultWatchListTimeout = 10 * time.Second
 
 // shortWatch: a watch that ends without events sooner than this is retried
 // after a backoff delay instead of at once.
@@ -153,14 +155,33 @@ type Reflector struct {
 
 	// handlerView is what the WatchErrorHandler receives as its *toolscache.Reflector.
 	handlerView func() *toolscache.Reflector
+
+	// relistRequests holds a pending RequestRelist (buffer of one).
+	relistRequests chan string
 }
+
+// RequestRelist makes the Reflector end its watch and relist with a
+// consistent read (RV ""), at once and without backoff; reason is logged.
+// Requests made while a list is under way, or while one is pending, are one.
+// The consistency check uses it to heal drift.
+func (r *Reflector) RequestRelist(reason string) {
+	select {
+	case r.relistRequests <- reason:
+	default:
+	}
+}
+
+// errRelistRequested ends a watch for RequestRelist.
+type errRelistRequested struct{ reason string }
+
+func (e errRelistRequested) Error() string { return "relist requested: " + e.reason }
 
 // NewReflector returns a Reflector that feeds store from lw. expectedType is
 // an example of the objects (e.g. &corev1.Pod{}); nil disables type checks.
 func NewReflector(
 	lw toolscache.ListerWatcherWithContext, expectedType runtime.Object, store ReflectorStore, opts ReflectorOptions,
 ) *Reflector {
-	r := &Reflector{lw: lw, store: store, opts: opts, clock: opts.Clock}
+	r := &Reflector{lw: lw, store: store, opts: opts, clock: opts.Clock, relistRequests: make(chan string, 1)}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
@@ -234,8 +255,11 @@ func (r *Reflector) Run(ctx context.Context) {
 			return
 		}
 		var delay time.Duration
+		var requested errRelistRequested
 		switch {
 		case err == nil:
+		case errors.As(err, &requested):
+			log.Info("Relisting with a consistent read", "reason", requested.reason)
 		case needsConsistentRelist(err) && (lastImmediate.IsZero() || r.clock.Since(lastImmediate) >= time.Minute):
 			lastImmediate = r.clock.Now()
 			log.V(1).Info("resourceVersion unusable; relisting with a consistent read",
@@ -256,6 +280,10 @@ func (r *Reflector) Run(ctx context.Context) {
 // paginated), then watches until the context ends or a relist is needed. It
 // returns the error that ended it (nil when the context ended).
 func (r *Reflector) ListAndWatch(ctx context.Context) error {
+	select { // the list below is the relist any pending request asked for
+	case <-r.relistRequests:
+	default:
+	}
 	if r.useWatchList() {
 		w, timeoutSeconds, err := r.watchList(ctx)
 		if err == nil {
@@ -443,6 +471,9 @@ func (r *Reflector) watchLoop(ctx context.Context, open *openWatch) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if _, ok := err.(errRelistRequested); ok {
+			return err
+		}
 		if err != nil {
 			lwe := r.report(ctx, classify(r.name, "watch", err))
 			if lwe.Reason == ReasonWatchStalled {
@@ -493,6 +524,8 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 			select {
 			case <-ctx.Done():
 				return count, nil
+			case reason := <-r.relistRequests:
+				return count, errRelistRequested{reason: reason}
 			case <-timer.C():
 				// The timer is not re-armed per event (that costs more than the
 				// event's own queueing): it fires idle after it was armed, and

@@ -1,7 +1,8 @@
 package informer
 
 // table is a dense key → object map, used by one goroutine: it collects the
-// objects of a WatchList stream in arrival order until the stream's end.
+// objects of a WatchList stream in arrival order until the stream's end
+// (initial events are all ADDED: a later one for a key replaces the first).
 type table struct {
 	pos  map[string]int
 	keys []string
@@ -20,21 +21,4 @@ func (t *table) set(key string, obj any) {
 	t.pos[key] = len(t.objs)
 	t.keys = append(t.keys, key)
 	t.objs = append(t.objs, obj)
-}
-
-// del removes key by moving the last entry into its slot.
-func (t *table) del(key string) bool {
-	i, ok := t.pos[key]
-	if !ok {
-		return false
-	}
-	last := len(t.objs) - 1
-	if i != last {
-		t.keys[i], t.objs[i] = t.keys[last], t.objs[last]
-		t.pos[t.keys[i]] = i
-	}
-	t.keys[last], t.objs[last] = "", nil
-	t.keys, t.objs = t.keys[:last], t.objs[:last]
-	delete(t.pos, key)
-	return true
 }

@@ -15,9 +15,11 @@ import (
 )
 
 // ReasonWatchListTimeout: a WatchList stream fell silent for the
-// WatchListTimeout, or did not end its initial events within four of them
-// (e.g. a server or ListerWatcher that ignores sendInitialEvents); the
-// Reflector fell back to LIST.
+// WatchListTimeout, did not end its initial events within three of them
+// (e.g. a server or ListerWatcher that ignores sendInitialEvents), or sent a
+// live event (MODIFIED, DELETED) before its initial-events-end bookmark (a
+// proxy or aggregated server that drops bookmarks); the Reflector fell back
+// to LIST.
 const ReasonWatchListTimeout = "WatchListTimeout"
 
 // errInitialEventsIncomplete: the stream closed before the initial-events-end
@@ -35,7 +37,7 @@ func (r *Reflector) useWatchList() bool {
 }
 
 // watchListOverallFactor bounds a whole WatchList stream, in WatchListTimeouts.
-const watchListOverallFactor = 4
+const watchListOverallFactor = 3
 
 // watchListRefused reports whether a failed WatchList attempt means the
 // server (or the ListerWatcher) will not stream lists at all, so the
@@ -59,9 +61,11 @@ func watchListRefused(err *ListWatchError) bool {
 // stream and its server-side timeout (seconds) are returned to continue as
 // the watch. Errors: the stream's error, errInitialEventsIncomplete, or a
 // ReasonWatchListTimeout ListWatchError when the stream is silent for a whole
-// WatchListTimeout period (so between one and two of them), or its end
-// bookmark does not come within
-// watchListOverallFactor×WatchListTimeout (never an endless wait).
+// WatchListTimeout period (so between one and two of them), its end
+// bookmark does not come within watchListOverallFactor×WatchListTimeout
+// (never an endless wait), or a MODIFIED or DELETED event comes first: the
+// initial events of a stream are all ADDED, so a live event means the end
+// bookmark was lost and the stream would never sync.
 func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, error) {
 	start := r.clock.Now()
 	timeoutSeconds := r.watchTimeout()
@@ -150,13 +154,13 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 			if err != nil {
 				continue
 			}
-			switch e.Type {
-			case watch.Added, watch.Modified:
-				if obj, ok := r.transformed(ctx, e.Object); ok {
-					items.set(key, obj)
-				}
-			case watch.Deleted:
-				items.del(key)
+			if e.Type != watch.Added {
+				w.Stop()
+				return nil, 0, &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
+					Err: fmt.Errorf("no initial-events-end bookmark before a %s event for %s", e.Type, key)}
+			}
+			if obj, ok := r.transformed(ctx, e.Object); ok {
+				items.set(key, obj)
 			}
 			progress.report(len(items.objs), 0)
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
@@ -297,8 +298,8 @@ func TestWatchListSlowButSteadyStreamIsNotCutShort(t *testing.T) {
 }
 
 // A stream that keeps delivering but never ends its initial events is cut
-// after four WatchListTimeouts, and the Reflector lists instead.
-func TestWatchListStreamThatNeverEndsIsCutAfterFourTimeouts(t *testing.T) {
+// after three WatchListTimeouts, and the Reflector lists instead.
+func TestWatchListStreamThatNeverEndsIsCutAfterThreeTimeouts(t *testing.T) {
 	const limit = 200 * time.Millisecond
 	f, run, stream := watchListRun(t, limit)
 	start := time.Now()
@@ -312,8 +313,90 @@ func TestWatchListStreamThatNeverEndsIsCutAfterFourTimeouts(t *testing.T) {
 	if err.Op != opWatchList || err.Reason != ReasonWatchListTimeout {
 		t.Fatalf("error %+v, want a WatchListTimeout of the stream", err)
 	}
-	if took := time.Since(start); took < 4*limit {
-		t.Errorf("stream cut after %v, want no sooner than 4×%v", took, limit)
+	if took := time.Since(start); took < 3*limit {
+		t.Errorf("stream cut after %v, want no sooner than 3×%v", took, limit)
 	}
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 2)[:2]), []string{reqWatchList, reqList})
+}
+
+// fallbackTime runs a Reflector with the default WatchListTimeout on a fake
+// clock, lets feed drive the first (WatchList) stream, and steps the clock by
+// half a second until the Reflector sends a LIST. It returns the fake time
+// the fallback took.
+func fallbackTime(t *testing.T, feed func(*informertest.Stream)) time.Duration {
+	t.Helper()
+	f := informertest.New(&corev1.Pod{})
+	f.ServeWatchList(true)
+	f.Create(pod("a", "p1", ""))
+	f.ScriptWatch(informertest.WatchResponse{})
+	fc := clocktesting.NewFakeClock(time.Now())
+	run := runReflector(t, f, ReflectorOptions{Clock: fc})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream, err := f.WaitForWatch(ctx, 0)
+	must(t, err)
+	feed(stream)
+	listed := func() bool {
+		for _, r := range f.Requests() {
+			if r.Verb == informertest.VerbList {
+				return true
+			}
+		}
+		return false
+	}
+	start := fc.Now()
+	for fc.Since(start) < 5*time.Minute {
+		// Let the Reflector take what the stream and the clock gave it.
+		deadline := time.Now().Add(20 * time.Millisecond)
+		for time.Now().Before(deadline) && !listed() {
+			time.Sleep(time.Millisecond)
+		}
+		if listed() {
+			took := fc.Since(start)
+			err := run.nextErr(t)
+			if err.Op != opWatchList || err.Reason != ReasonWatchListTimeout {
+				t.Fatalf("error %+v, want a WatchListTimeout of the stream", err)
+			}
+			equalStrings(t, "requests", summarize(waitRequests(t, f, 2)[:2]), []string{reqWatchList, reqList})
+			return took
+		}
+		fc.Step(500 * time.Millisecond)
+	}
+	t.Fatalf("no LIST within %v of fake time", fc.Since(start))
+	return 0
+}
+
+// A proxy or aggregated server that drops bookmarks: the initial events
+// come, the end bookmark never does, the stream stays open and silent. With
+// the default WatchListTimeout the Reflector lists within 30 s (before,
+// one to two minutes: a race with controller-runtime's CacheSyncTimeout).
+func TestWatchListWithoutEndBookmarkFallsBackToListWithin30s(t *testing.T) {
+	took := fallbackTime(t, func(s *informertest.Stream) {
+		s.Add(pod("a", "p1", "2"))
+	})
+	if took > 30*time.Second {
+		t.Fatalf("fell back to LIST after %v of silence, want within 30s", took)
+	}
+	if took < DefaultWatchListTimeout {
+		t.Fatalf("fell back to LIST after %v, sooner than one WatchListTimeout (%v)", took, DefaultWatchListTimeout)
+	}
+}
+
+// The same, in a busy cluster: the end bookmark was dropped and live events
+// follow the initial ones. A MODIFIED event cannot be an initial event, so
+// the Reflector lists at once instead of waiting for silence that never
+// comes (before: after four minutes).
+func TestWatchListLiveEventBeforeEndBookmarkFallsBackToListAtOnce(t *testing.T) {
+	took := fallbackTime(t, func(s *informertest.Stream) {
+		s.Add(pod("a", "p1", "2"))
+		go func() {
+			for i := 3; !s.IsStopped(); i++ {
+				s.Modify(pod("a", "p1", strconv.Itoa(i)))
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	})
+	if took > 30*time.Second {
+		t.Fatalf("fell back to LIST after %v of fake time, want within 30s", took)
+	}
 }

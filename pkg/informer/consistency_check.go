@@ -1,0 +1,402 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ConsistencyCheck compares, at a low rate, an informer's store with the
+// server and heals the drift it finds with a relist: a safety net for watch
+// streams that lose events without breaking (a proxy or an aggregated API
+// server that does not keep watch semantics), which nothing else detects.
+// The zero value is off.
+//
+// Each check lists the informer's scope (its namespace and selectors, which
+// List must apply) as metadata only, in pages of PageSize, with RV "" (a
+// consistent read from etcd, never the watch cache), at list RV R. It then
+// waits (at most Settle) until the store has caught up with R, and compares
+// uid and resourceVersion per key, deciding only what the RVs prove:
+//   - missing: on the server at RV x, not in the store, though the store is
+//     past x; confirmed by a Get (at most maxDriftGets per check), since the
+//     object may have been deleted after R;
+//   - extra: in the store at an RV ≤ R, absent from the list at R (deleted
+//     on the server, the delete never applied);
+//   - stale: the store holds an older RV (or another uid: a re-creation
+//     missed) than the server's, though it is past the server's RV.
+//
+// Candidates are read again from the store before they count, so that an
+// event being applied at the moment of the comparison is not drift. Drift is
+// counted (deltacache_consistency_drift_objects_total), logged in one line
+// naming up to maxDriftKeysLogged keys of each kind, and healed by
+// Reflector.RequestRelist: the store is Replaced with a consistent list
+// (tombstones for the extra objects), so the next check finds none.
+//
+// Cost to the API server per check: ⌈N/PageSize⌉ LIST requests of the
+// metadata of N objects (about 0.2 to 1 KB per object as JSON; see
+// docs/consistency-check.md for measured figures), plus a Get per missing
+// candidate, none when the store is right.
+type ConsistencyCheck struct {
+	// Interval between checks (each waits a random 0–10% more); 0 = off.
+	Interval time.Duration
+	// List lists one page of the informer's scope as metadata
+	// (*metav1.PartialObjectMetadataList), honouring opts.Limit,
+	// opts.Continue and opts.ResourceVersion, with the namespace and
+	// selectors of the informer applied. Required (nil = off).
+	List func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
+	// Get reads one object's metadata by key (namespace, name) to confirm
+	// that an object missing from the store exists; nil = missing candidates
+	// are taken as they are.
+	Get func(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error)
+	// PageSize of the LIST; 0 = 500.
+	PageSize int64
+	// Settle bounds the wait for the store to reach the list's RV; 0 =
+	// Interval/2, at most 30 s. A check that settles short of it still
+	// decides what the store's RV proves, and leaves the rest to the next.
+	Settle time.Duration
+}
+
+// enabled reports whether checks run.
+func (c ConsistencyCheck) enabled() bool { return c.Interval > 0 && c.List != nil }
+
+// Kinds of drift, as the "drift" label of deltacache_consistency_drift_objects_total.
+const (
+	DriftMissing = "missing"
+	DriftExtra   = "extra"
+	DriftStale   = "stale"
+)
+
+const (
+	// maxDriftGets bounds the Gets one check sends to confirm missing objects.
+	maxDriftGets = 10
+	// maxDriftKeysLogged is how many keys of each drift the log line names.
+	maxDriftKeysLogged = 3
+)
+
+// DriftReport is the outcome of one consistency check.
+type DriftReport struct {
+	// Missing, Extra and Stale are the keys that drifted, sorted.
+	Missing, Extra, Stale []string
+	// ResourceVersion of the server's list, and its Objects.
+	ResourceVersion string
+	Objects         int
+	// Requests sent: LIST pages and Gets.
+	Requests int
+}
+
+// Drifted reports whether the store differed from the server.
+func (r *DriftReport) Drifted() bool {
+	return r != nil && len(r.Missing)+len(r.Extra)+len(r.Stale) > 0
+}
+
+// LastDriftReport returns the report of the last completed consistency
+// check; ok is false before the first.
+func (s *SharedIndexInformer) LastDriftReport() (DriftReport, bool) {
+	s.checkMu.Lock()
+	defer s.checkMu.Unlock()
+	if s.lastDrift == nil {
+		return DriftReport{}, false
+	}
+	return *s.lastDrift, true
+}
+
+// consistencyLoop runs the checks until ctx ends, from the informer's sync on.
+func (s *SharedIndexInformer) consistencyLoop(ctx context.Context) {
+	cc := s.opts.ConsistencyCheck
+	select {
+	case <-s.fifo.Synced():
+	case <-ctx.Done():
+		return
+	}
+	log := s.log
+	timer := s.clock.NewTimer(jittered(cc.Interval))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C():
+		}
+		report, err := s.CheckConsistency(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.obs.Load().consistencyChecked(report, err)
+		switch {
+		case err != nil:
+			log.Error(err, "Consistency check failed")
+		case report.Drifted():
+			log.Info("Cache drifted from the API server; relisting",
+				"missing", len(report.Missing), "extra", len(report.Extra), "stale", len(report.Stale),
+				"missingKeys", firstKeys(report.Missing), "extraKeys", firstKeys(report.Extra),
+				"staleKeys", firstKeys(report.Stale), "resourceVersion", report.ResourceVersion)
+			if r := s.getReflector(); r != nil {
+				r.RequestRelist(fmt.Sprintf("consistency check: %d missing, %d extra, %d stale",
+					len(report.Missing), len(report.Extra), len(report.Stale)))
+			}
+		default:
+			log.V(1).Info("Consistency check found no drift", "objects", report.Objects,
+				"resourceVersion", report.ResourceVersion, "requests", report.Requests)
+		}
+		timer.Reset(jittered(cc.Interval))
+	}
+}
+
+func jittered(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}
+
+func firstKeys(keys []string) []string {
+	if len(keys) > maxDriftKeysLogged {
+		return keys[:maxDriftKeysLogged]
+	}
+	return keys
+}
+
+// serverMeta is what a check keeps of a listed object.
+type serverMeta struct {
+	uid types.UID
+	rv  uint64
+}
+
+// CheckConsistency runs one check now (see ConsistencyCheck) and returns its
+// report; it does not relist. It needs Options.ConsistencyCheck.List and a
+// running informer.
+func (s *SharedIndexInformer) CheckConsistency(ctx context.Context) (*DriftReport, error) {
+	cc := s.opts.ConsistencyCheck
+	if cc.List == nil {
+		return nil, fmt.Errorf("informer %s has no consistency check List", s.name)
+	}
+	server, listRV, requests, err := s.listMetadata(ctx, cc)
+	if err != nil {
+		return nil, err
+	}
+	report := &DriftReport{ResourceVersion: listRV, Objects: len(server), Requests: requests}
+	r, ok := parseRV(listRV)
+	if !ok {
+		return nil, fmt.Errorf("consistency check of %s: list resourceVersion %q is not an integer", s.name, listRV)
+	}
+	s.settle(ctx, cc, r)
+
+	missing, extra, stale := s.compare(server, r)
+	if len(missing)+len(extra)+len(stale) > 0 {
+		// Read the candidates again once what was queued is applied: an event in
+		// flight at the comparison is not drift.
+		s.settle(ctx, cc, r)
+		var m2, e2, s2 []string
+		m2, e2, s2 = s.recheck(server, r, missing, extra, stale)
+		missing, extra, stale = m2, e2, s2
+	}
+	if cc.Get != nil {
+		confirmed := missing[:0]
+		for i, key := range missing {
+			if i >= maxDriftGets {
+				confirmed = append(confirmed, missing[i:]...)
+				break
+			}
+			report.Requests++
+			if s.missingConfirmed(ctx, cc, key, server[key]) {
+				confirmed = append(confirmed, key)
+			}
+		}
+		missing = confirmed
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	slices.Sort(stale)
+	report.Missing, report.Extra, report.Stale = missing, extra, stale
+	s.checkMu.Lock()
+	s.lastDrift = report
+	s.checkMu.Unlock()
+	return report, nil
+}
+
+// listMetadata lists the scope's metadata in pages at RV "".
+func (s *SharedIndexInformer) listMetadata(
+	ctx context.Context, cc ConsistencyCheck,
+) (map[string]serverMeta, string, int, error) {
+	limit := cc.PageSize
+	if limit <= 0 {
+		limit = 500
+	}
+	out := make(map[string]serverMeta)
+	listRV, cont, requests := "", "", 0
+	for {
+		requests++
+		page, err := cc.List(ctx, metav1.ListOptions{Limit: limit, Continue: cont})
+		if err != nil {
+			return nil, "", requests, fmt.Errorf("consistency check of %s: list: %w", s.name, err)
+		}
+		if listRV == "" {
+			listRV = page.ResourceVersion
+		}
+		for i := range page.Items {
+			m := &page.Items[i]
+			rv, _ := parseRV(m.ResourceVersion)
+			out[metaKey(m.Namespace, m.Name)] = serverMeta{uid: m.UID, rv: rv}
+		}
+		if cont = page.Continue; cont == "" {
+			return out, listRV, requests, nil
+		}
+	}
+}
+
+func metaKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// storeRV is the RV the store has caught up with: the last one seen, once
+// the DeltaFIFO has nothing left to apply.
+func (s *SharedIndexInformer) storeRV() (uint64, bool) {
+	if s.fifo.Len() > 0 {
+		return 0, false
+	}
+	return parseRV(s.LastSyncResourceVersion())
+}
+
+// settle waits until the store has caught up with rv, or Settle passed.
+func (s *SharedIndexInformer) settle(ctx context.Context, cc ConsistencyCheck, rv uint64) {
+	limit := cc.Settle
+	if limit <= 0 {
+		limit = min(cc.Interval/2, 30*time.Second)
+	}
+	deadline := s.clock.Now().Add(limit)
+	for {
+		if at, ok := s.storeRV(); ok && at >= rv {
+			return
+		}
+		if !s.clock.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.clock.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// storeMeta returns the uid and RV of key in the store.
+func (s *SharedIndexInformer) storeMeta(key string) (serverMeta, bool) {
+	obj, ok, err := s.indexer.GetByKey(key)
+	if err != nil || !ok {
+		return serverMeta{}, false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return serverMeta{}, false
+	}
+	rv, _ := parseRV(m.GetResourceVersion())
+	return serverMeta{uid: m.GetUID(), rv: rv}, true
+}
+
+// compare returns the drift candidates of the store against server, listed at
+// RV listRV, as far as the store's RV (read once, before) proves them.
+func (s *SharedIndexInformer) compare(server map[string]serverMeta, listRV uint64) (missing, extra, stale []string) {
+	at, _ := parseRV(s.LastSyncResourceVersion())
+	for key, sm := range server {
+		if d := s.classify(key, sm, true, at); d != "" {
+			if d == DriftMissing {
+				missing = append(missing, key)
+			} else {
+				stale = append(stale, key)
+			}
+		}
+	}
+	for _, key := range s.indexer.ListKeys() {
+		if _, ok := server[key]; ok {
+			continue
+		}
+		if s.classify(key, serverMeta{}, false, at) == DriftExtra && s.extraAt(key, listRV) {
+			extra = append(extra, key)
+		}
+	}
+	return missing, extra, stale
+}
+
+// recheck keeps the candidates that still drift.
+func (s *SharedIndexInformer) recheck(server map[string]serverMeta, listRV uint64,
+	missing, extra, stale []string,
+) (m2, e2, s2 []string) {
+	at, _ := parseRV(s.LastSyncResourceVersion())
+	for _, key := range missing {
+		if s.classify(key, server[key], true, at) == DriftMissing {
+			m2 = append(m2, key)
+		}
+	}
+	for _, key := range stale {
+		if s.classify(key, server[key], true, at) == DriftStale {
+			s2 = append(s2, key)
+		}
+	}
+	for _, key := range extra {
+		if s.extraAt(key, listRV) {
+			e2 = append(e2, key)
+		}
+	}
+	return m2, e2, s2
+}
+
+// classify returns DriftMissing, DriftStale, DriftExtra or "" for key, listed (onServer) as sm,
+// given the store's RV at: only what at proves counts.
+func (s *SharedIndexInformer) classify(key string, sm serverMeta, onServer bool, at uint64) string {
+	st, inStore := s.storeMeta(key)
+	switch {
+	case !onServer:
+		if inStore {
+			return DriftExtra
+		}
+		return ""
+	case !inStore:
+		if sm.rv <= at {
+			return DriftMissing
+		}
+	case st.rv < sm.rv && sm.rv <= at:
+		return DriftStale
+	}
+	return ""
+}
+
+// extraAt reports whether key is in the store at an RV no newer than listRV:
+// it existed then, so its absence from the list means it was deleted.
+func (s *SharedIndexInformer) extraAt(key string, listRV uint64) bool {
+	st, ok := s.storeMeta(key)
+	return ok && st.rv <= listRV
+}
+
+// missingConfirmed Gets key: it is missing when it exists with the listed uid
+// and the store, past its RV, still lacks it.
+func (s *SharedIndexInformer) missingConfirmed(
+	ctx context.Context, cc ConsistencyCheck, key string, sm serverMeta,
+) bool {
+	namespace, name := "", key
+	for i := range len(key) {
+		if key[i] == '/' {
+			namespace, name = key[:i], key[i+1:]
+			break
+		}
+	}
+	m, err := cc.Get(ctx, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		return true // could not confirm: the relist costs less than a missed object
+	}
+	if _, inStore := s.storeMeta(key); inStore || m.UID != sm.uid {
+		return false
+	}
+	rv, _ := parseRV(m.ResourceVersion)
+	at, _ := parseRV(s.LastSyncResourceVersion())
+	return rv <= at
+}
