@@ -345,7 +345,8 @@ func TestEnvtestGetInformerHandlersReceiveTheExactTypeAndInitialListFlag(t *test
 	if got, want := typed.next(t, first), "add *v1.ConfigMap "+first+` kind="" initial=true`; got != want {
 		t.Errorf("typed initial: got %q, want %q", got, want)
 	}
-	if got, want := meta.next(t, first), "add *v1.PartialObjectMetadata "+first+` kind="ConfigMap" initial=true`; got != want {
+	if got, want := meta.next(t, first),
+		"add *v1.PartialObjectMetadata "+first+` kind="ConfigMap" initial=true`; got != want {
 		t.Errorf("metadata initial: got %q, want %q", got, want)
 	}
 
@@ -368,7 +369,8 @@ func TestEnvtestGetInformerHandlersReceiveTheExactTypeAndInitialListFlag(t *test
 	if got, want := typed.next(t, second), "delete *v1.ConfigMap "+second+` kind=""`; got != want {
 		t.Errorf("typed delete: got %q, want %q", got, want)
 	}
-	if got, want := meta.next(t, second), "add *v1.PartialObjectMetadata "+second+` kind="ConfigMap" initial=false`; got != want {
+	if got, want := meta.next(t, second),
+		"add *v1.PartialObjectMetadata "+second+` kind="ConfigMap" initial=false`; got != want {
 		t.Errorf("metadata add: got %q, want %q", got, want)
 	}
 }
