@@ -51,19 +51,35 @@ manifests: controller-gen ## Generate WebhookConfiguration, ClusterRole and Cust
 generate: controller-gen ## Generate code containing DeepCopy, DeepCopyInto, and DeepCopyObject method implementations.
 	"$(CONTROLLER_GEN)" object:headerFile="hack/boilerplate.go.txt",year=$(YEAR) paths="./..."
 
+# The benchmark harness (gonum plot) and the manifests test (kustomize) are modules of their own,
+# so that the library's go.mod, the one users require, lists only what pkg/... and the demo
+# operator import. Each requires the root module through `replace ... => ../..`; the targets
+# below run in every module. (`go work init . $(NESTED_MODULES)` gives an editor one workspace.)
+NESTED_MODULES = test/bench test/manifests
+
 .PHONY: fmt
 fmt: ## Run go fmt against code.
 	go fmt ./...
+	@for m in $(NESTED_MODULES); do (cd "$$m" && go fmt ./...); done
 
 .PHONY: vet
 vet: ## Run go vet against code.
 	go vet ./...
+	@for m in $(NESTED_MODULES); do (cd "$$m" && go vet ./...); done
+
+.PHONY: tidy
+tidy: ## Run go mod tidy in the root module and in each nested module.
+	go mod tidy
+	@for m in $(NESTED_MODULES); do (cd "$$m" && go mod tidy); done
 
 .PHONY: test
 test: manifests generate fmt vet envtest ## Run unit and envtest suites (race detector on) against the control plane `make envtest` builds.
 	@assets="$$(bash hack/envtest-binaries.sh "$(LOCALBIN)")"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" go test -race $$(go list ./... | grep -v /e2e) -coverprofile cover.out; \
+	for m in $(NESTED_MODULES); do \
+		(cd "$$m" && KUBEBUILDER_ASSETS="$$assets" go test -race ./...); \
+	done; \
 	echo "Again with compact storage off (DELTACACHE_STORAGE=Decoded): the cache and the demo operator"; \
 	KUBEBUILDER_ASSETS="$$assets" DELTACACHE_STORAGE=Decoded go test -race -count=1 ./pkg/cache/... ./internal/controller/...
 
@@ -97,7 +113,7 @@ soak: envtest ## Fault-injection soak (SOAK_DURATION, SOAK_SEED); writes docs/re
 # writes to bin/bench-quick/ instead. BENCH_ARGS adds flags of test/bench/cmd (e.g. -runs 10).
 .PHONY: bench
 bench: envtest $(LOCALBIN) ## Benchmark deltacache against its peers; writes docs/benchmarks.md (BENCH_QUICK=1: quick run).
-	go build -o "$(LOCALBIN)/bench" ./test/bench/cmd
+	cd test/bench && go build -o "$(LOCALBIN)/bench" ./cmd
 	@assets="$$(bash hack/envtest-binaries.sh "$(LOCALBIN)")"; \
 	KUBEBUILDER_ASSETS="$$assets" "$(LOCALBIN)/bench" $(if $(BENCH_QUICK),-quick) \
 		-command "make bench$(if $(BENCH_QUICK), BENCH_QUICK=1)$(if $(BENCH_ARGS), BENCH_ARGS='$(BENCH_ARGS)')" $(BENCH_ARGS)
@@ -105,10 +121,12 @@ bench: envtest $(LOCALBIN) ## Benchmark deltacache against its peers; writes doc
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint linter
 	"$(GOLANGCI_LINT)" run
+	@for m in $(NESTED_MODULES); do (cd "$$m" && "$(GOLANGCI_LINT)" run); done
 
 .PHONY: lint-fix
 lint-fix: golangci-lint ## Run golangci-lint linter and perform fixes
 	"$(GOLANGCI_LINT)" run --fix
+	@for m in $(NESTED_MODULES); do (cd "$$m" && "$(GOLANGCI_LINT)" run --fix); done
 
 .PHONY: lint-config
 lint-config: golangci-lint ## Verify golangci-lint linter configuration

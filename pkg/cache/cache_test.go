@@ -96,12 +96,12 @@ func TestOptionsReachTheListWatchAndTheTransform(t *testing.T) {
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p2", Labels: map[string]string{appLabel: webApp}}},
 	)
 	var mu sync.Mutex
-	var transformedKinds []string
+	var transformedTypes []string
 	c := newTestCache(t, api, crcache.Options{
 		DefaultTransform: func(in any) (any, error) {
 			obj := in.(client.Object)
 			mu.Lock()
-			transformedKinds = append(transformedKinds, obj.GetObjectKind().GroupVersionKind().Kind)
+			transformedTypes = append(transformedTypes, fmt.Sprintf("%T", obj))
 			mu.Unlock()
 			obj.SetAnnotations(map[string]string{"transformed": "yes"})
 			return obj, nil
@@ -134,8 +134,8 @@ func TestOptionsReachTheListWatchAndTheTransform(t *testing.T) {
 		t.Error("ByObject.Transform did not replace DefaultTransform")
 	}
 	mu.Lock()
-	if !slices.Equal(transformedKinds, []string{configMapKind}) {
-		t.Errorf("DefaultTransform saw kinds %q, want [ConfigMap] (with GVK set)", transformedKinds)
+	if !slices.Equal(transformedTypes, []string{"*v1.ConfigMap"}) {
+		t.Errorf("DefaultTransform saw %q, want only the ConfigMap", transformedTypes)
 	}
 	mu.Unlock()
 

@@ -103,6 +103,16 @@ type Config struct {
 	// the informer keeps running (see pkg/informer's Options.CrashOnHandlerPanic).
 	CrashOnHandlerPanic bool
 
+	// TypeMetaOnHandlerObjects sets apiVersion and kind on every typed object as the
+	// informer receives it, so that transforms, index functions, event handlers and
+	// GetStore/GetIndexer see them.
+	// Zero value (false): typed objects there have an empty TypeMeta, as in
+	// controller-runtime's cache (client-go's typed decoding clears it); Get and List
+	// set apiVersion and kind on the copies they return, as controller-runtime's do.
+	// Unstructured and metadata-only objects carry them either way, as in
+	// controller-runtime.
+	TypeMetaOnHandlerObjects bool
+
 	// MutationDetector, when true, keeps a deep copy of every object the cache stores
 	// and reports a *MutationError when a cached object no longer equals its copy:
 	// on the next Get or List that reads it, when a newer version of it arrives, every
@@ -207,6 +217,15 @@ func WithBackoff(b informer.Backoff) Option {
 func WithCrashOnHandlerPanic() Option {
 	return func(c *Config) {
 		c.CrashOnHandlerPanic = true
+	}
+}
+
+// WithTypeMetaOnHandlerObjects keeps apiVersion and kind on the typed objects that
+// event handlers receive and GetStore/GetIndexer hold, which controller-runtime's
+// cache leaves empty (see Config.TypeMetaOnHandlerObjects).
+func WithTypeMetaOnHandlerObjects() Option {
+	return func(c *Config) {
+		c.TypeMetaOnHandlerObjects = true
 	}
 }
 

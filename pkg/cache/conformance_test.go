@@ -20,9 +20,11 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,8 +34,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	dcache "github.com/deltacache/deltacache/pkg/cache"
 )
@@ -43,19 +47,30 @@ import (
 // and the same objects, and expects the same results. Where deltacache deliberately
 // differs, the case says so in `differs` and checks each implementation's behaviour.
 //
-// Deliberate differences outside these cases, each pinned by its own test:
-//   - managedFields are stripped from cached objects unless WithKeepManagedFields
-//     (TestManagedFieldsAreStrippedByDefaultAndKeptOnRequest);
+// Every deliberate difference (the README's "Differences from controller-runtime's
+// cache" lists the same ones) and the test that pins it:
 //   - a handler's pending notifications are merged per object, so a slow handler gets
-//     one update from its last state to the newest rather than every step
-//     (pkg/informer TestDifferentialBurstIsCoalescedOnlyByUs);
-//   - a panicking handler is recovered unless WithCrashOnHandlerPanic
-//     (TestCrashOnHandlerPanicCrashesTheProcessAsControllerRuntimes);
+//     one update from its last state to the newest rather than every step: pkg/informer
+//     TestDifferentialBurstIsCoalescedOnlyByUs (against client-go's informer);
+//   - a panicking handler is recovered unless WithCrashOnHandlerPanic:
+//     TestCrashOnHandlerPanicCrashesTheProcessAsControllerRuntimes (a child process);
+//   - managedFields are stripped from cached objects unless WithKeepManagedFields: the
+//     case "managedFields are stripped" (and TestManagedFieldsAreStrippedByDefaultAndKeptOnRequest);
+//   - typed objects handed to handlers and held in GetStore/GetIndexer have an empty
+//     TypeMeta, as controller-runtime's, unless WithTypeMetaOnHandlerObjects: the case
+//     "handler and store objects" (the same on both sides), and
+//     TestTypedObjectsHaveAnEmptyTypeMetaUnlessTypeMetaOnHandlerObjects for the option;
+//   - a non-nil Options.NewInformer is an error: the case "NewInformer is rejected";
 //   - MatchingFields on a field without an index is an error whatever the data
-//     (controller-runtime errs only when the first field's lookup finds objects)
-//     (TestListFieldSelectorErrors);
+//     (controller-runtime errs only when the first field's lookup finds objects): the
+//     case "MatchingFields with an unindexed second field";
 //   - WaitForCacheSync and blocking reads end early on errors retrying cannot fix
-//     unless WithWaitThroughSyncErrors (sync_errors_test.go).
+//     unless WithWaitThroughSyncErrors: the case "a Forbidden informer fails a blocking
+//     read at once" (and sync_errors_test.go);
+//   - a per-call UnsafeDisableDeepCopy(false) deep-copies under
+//     DefaultUnsafeDisableDeepCopy: the case of that name;
+//   - GetInformerForKind serves a kind missing from the Scheme as unstructured: the case
+//     "GetInformerForKind of a kind missing from the Scheme".
 
 const (
 	implControllerRuntime = "controller-runtime"
@@ -113,9 +128,11 @@ func newConformanceFixture(t *testing.T) *conformanceFixture {
 // conformanceEnv is what a case runs with.
 type conformanceEnv struct {
 	impl string
-	c    crcache.Cache
-	f    *conformanceFixture
-	ctx  context.Context
+	// newCache is the implementation's constructor, for cases that build more caches.
+	newCache crcache.NewCacheFunc
+	c        crcache.Cache
+	f        *conformanceFixture
+	ctx      context.Context
 }
 
 type conformanceCase struct {
@@ -149,7 +166,7 @@ func TestConformance(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					e := &conformanceEnv{impl: impl.name, c: c, f: f, ctx: envCtx(t)}
+					e := &conformanceEnv{impl: impl.name, newCache: impl.new, c: c, f: f, ctx: envCtx(t)}
 					if tc.before != nil {
 						tc.before(t, e)
 					}
@@ -197,7 +214,8 @@ func conformanceCases() []conformanceCase {
 	cases = append(cases, listOptionCases()...)
 	cases = append(cases, indexCases()...)
 	cases = append(cases, namespaceCases()...)
-	return append(cases, lifecycleCases()...)
+	cases = append(cases, lifecycleCases()...)
+	return append(cases, differenceCases()...)
 }
 
 func readCases() []conformanceCase {
@@ -584,5 +602,187 @@ func lifecycleCases() []conformanceCase {
 				t.Error("a second Start succeeded")
 			}
 		}},
+	}
+}
+
+// kindsByObject records the kind of every object a handler or a store lookup is handed,
+// by the object's Go type and key.
+type kindsByObject struct {
+	mu    sync.Mutex
+	kinds map[string]string
+}
+
+func (k *kindsByObject) record(obj any) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.kinds == nil {
+		k.kinds = map[string]string{}
+	}
+	k.kinds[fmt.Sprintf("%T %s/%s", o, o.GetNamespace(), o.GetName())] = o.GetObjectKind().GroupVersionKind().Kind
+}
+
+func (k *kindsByObject) get(key string) (string, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	kind, ok := k.kinds[key]
+	return kind, ok
+}
+
+// differenceCases are the cases of the differences the README lists (and one that is
+// no longer a difference: the TypeMeta of handler and store objects).
+func differenceCases() []conformanceCase {
+	return []conformanceCase{handlerAndStoreObjectsCase(), managedFieldsCase(), newInformerCase(),
+		unindexedSecondFieldCase(), forbiddenInformerCase()}
+}
+
+func handlerAndStoreObjectsCase() conformanceCase {
+	return conformanceCase{name: "handler and store objects", run: func(t *testing.T, e *conformanceEnv) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvkConfigMap)
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvkConfigMap)
+		var handled, stored kindsByObject
+		for _, example := range []client.Object{&corev1.ConfigMap{}, u, m} {
+			inf, err := e.c.GetInformer(e.ctx, example)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: handled.record})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 10*time.Second, func() error {
+				if !reg.HasSynced() {
+					return fmt.Errorf("%T handler not synced", example)
+				}
+				return nil
+			})
+			sii, ok := inf.(toolscache.SharedIndexInformer)
+			if !ok {
+				t.Fatalf("GetInformer(%T) returned a %T, not a SharedIndexInformer", example, inf)
+			}
+			item, exists, err := sii.GetStore().GetByKey(e.f.ns1 + "/a")
+			if err != nil || !exists {
+				t.Fatalf("GetStore().GetByKey of %T: exists %t, %v", example, exists, err)
+			}
+			stored.record(item)
+		}
+		a := e.f.ns1 + "/a"
+		for _, tc := range []struct {
+			key, want string
+		}{
+			{"*v1.ConfigMap " + a, ""},
+			{"*unstructured.Unstructured " + a, "ConfigMap"},
+			{"*v1.PartialObjectMetadata " + a, "ConfigMap"},
+		} {
+			if kind, ok := handled.get(tc.key); !ok || kind != tc.want {
+				t.Errorf("handler's %s: seen %t, kind %q, want %q", tc.key, ok, kind, tc.want)
+			}
+			if kind, ok := stored.get(tc.key); !ok || kind != tc.want {
+				t.Errorf("store's %s: seen %t, kind %q, want %q", tc.key, ok, kind, tc.want)
+			}
+		}
+	}}
+}
+
+func managedFieldsCase() conformanceCase {
+	return conformanceCase{
+		name:    "managedFields are stripped",
+		differs: "deltacache strips metadata.managedFields from cached objects unless WithKeepManagedFields",
+		run: func(t *testing.T, e *conformanceEnv) {
+			var cm corev1.ConfigMap
+			if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns1, Name: "a"}, &cm); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := len(cm.ManagedFields) > 0, e.impl == implControllerRuntime; got != want {
+				t.Errorf("Get returned %d managedFields entries; want some: %t", len(cm.ManagedFields), want)
+			}
+		},
+	}
+}
+
+func newInformerCase() conformanceCase {
+	return conformanceCase{
+		name:       "NewInformer is rejected",
+		differs:    "deltacache's New returns an error for a non-nil Options.NewInformer: it supplies its own informers",
+		notStarted: true,
+		run: func(t *testing.T, e *conformanceEnv) {
+			_, err := e.newCache(cfg, crcache.Options{HTTPClient: httpClient, Mapper: mapper,
+				NewInformer: toolscache.NewSharedIndexInformer})
+			if e.impl == implControllerRuntime {
+				if err != nil {
+					t.Errorf("controller-runtime's New with NewInformer: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "NewInformer is not supported") {
+				t.Errorf("New with NewInformer: %v, want an error naming NewInformer", err)
+			}
+		},
+	}
+}
+
+func unindexedSecondFieldCase() conformanceCase {
+	return conformanceCase{
+		name: "MatchingFields with an unindexed second field",
+		differs: "deltacache fails every List whose field selector names a field without an index; " +
+			"controller-runtime only when the first field's lookup finds objects",
+		before: func(t *testing.T, e *conformanceEnv) {
+			if err := e.c.IndexField(e.ctx, &corev1.ConfigMap{}, "data.owner", byOwner); err != nil {
+				t.Fatal(err)
+			}
+		},
+		run: func(t *testing.T, e *conformanceEnv) {
+			listWithUnindexed := func(owner string) error {
+				return e.c.List(e.ctx, &corev1.ConfigMapList{}, client.MatchingFieldsSelector{
+					Selector: fields.AndSelectors(fields.OneTermEqualSelector("data.owner", owner),
+						fields.OneTermEqualSelector("data.nope", "x"))})
+			}
+			for _, owner := range []string{e.f.owner, "no-such-owner"} {
+				err := listWithUnindexed(owner)
+				wantErr := e.impl == implDeltacache || owner == e.f.owner
+				if (err != nil) != wantErr ||
+					(err != nil && !strings.Contains(strings.ToLower(err.Error()), "field:data.nope does not exist")) {
+					t.Errorf("owner %q: List error %v, want an error about field:data.nope: %t", owner, err, wantErr)
+				}
+			}
+		},
+	}
+}
+
+func forbiddenInformerCase() conformanceCase {
+	return conformanceCase{
+		name: "a Forbidden informer fails a blocking read at once",
+		differs: "deltacache returns the Forbidden error of an informer that cannot list; " +
+			"controller-runtime waits for the context (WithWaitThroughSyncErrors restores that)",
+		notStarted: true,
+		run: func(t *testing.T, e *conformanceEnv) {
+			user, err := testEnv.AddUser(envtest.User{Name: "conformance-nobody-" + e.impl}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := e.newCache(user.Config(), crcache.Options{Mapper: mapper})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runCache(t, c)
+			ctx, cancel := context.WithTimeout(e.ctx, 3*time.Second)
+			defer cancel()
+			err = c.List(ctx, &corev1.SecretList{}, client.InNamespace(e.f.ns1))
+			if e.impl == implControllerRuntime {
+				if err == nil || apierrors.IsForbidden(err) || ctx.Err() == nil {
+					t.Errorf("controller-runtime: List %v (context ended: %v), want a wait until the context ends",
+						err, ctx.Err())
+				}
+				return
+			}
+			if !apierrors.IsForbidden(err) || ctx.Err() != nil {
+				t.Errorf("List: %v (context ended: %v), want Forbidden before the context ends", err, ctx.Err())
+			}
+		},
 	}
 }

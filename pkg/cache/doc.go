@@ -46,9 +46,15 @@ limitations under the License.
 // precedence (ByObject → DefaultNamespaces[namespace] → Default*), except NewInformer,
 // which New rejects with an error: deltacache supplies its own informers. The
 // conformance suite (conformance_test.go) runs the same cases against
-// controller-runtime's cache.New and this package's New in envtest; the deliberate
-// differences are named there (a per-call UnsafeDisableDeepCopy(false) deep-copies,
-// GetInformerForKind serves kinds missing from the Scheme as unstructured).
+// controller-runtime's cache.New and this package's New in envtest. Every deliberate
+// difference is listed there, with the test that pins it, and in the README: merged
+// notifications, contained panics (WithCrashOnHandlerPanic), stripped managedFields
+// (WithKeepManagedFields), NewInformer rejected, a stricter MatchingFields check, early
+// sync failure (WithWaitThroughSyncErrors), a per-call UnsafeDisableDeepCopy(false)
+// honoured, kinds missing from the Scheme served as unstructured by GetInformerForKind.
+// Typed objects reach transforms, index functions, handlers and GetStore/GetIndexer with
+// an empty TypeMeta, as controller-runtime's; WithTypeMetaOnHandlerObjects sets
+// apiVersion and kind on them.
 //
 // # Errors are surfaced, not waited out
 //

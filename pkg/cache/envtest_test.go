@@ -286,7 +286,7 @@ func newRecorder() *recorder { return &recorder{events: make(chan string, 1000)}
 func describe(obj any) string {
 	switch o := obj.(type) {
 	case client.Object:
-		return fmt.Sprintf("%T %s %s", o, o.GetName(), o.GetObjectKind().GroupVersionKind().Kind)
+		return fmt.Sprintf("%T %s kind=%q", o, o.GetName(), o.GetObjectKind().GroupVersionKind().Kind)
 	default:
 		return fmt.Sprintf("%T", obj)
 	}
@@ -342,33 +342,35 @@ func TestEnvtestGetInformerHandlersReceiveTheExactTypeAndInitialListFlag(t *test
 		t.Fatal(err)
 	}
 
-	if got, want := typed.next(t, first), "add *v1.ConfigMap "+first+" ConfigMap initial=true"; got != want {
+	if got, want := typed.next(t, first), "add *v1.ConfigMap "+first+` kind="" initial=true`; got != want {
 		t.Errorf("typed initial: got %q, want %q", got, want)
 	}
-	if got, want := meta.next(t, first), "add *v1.PartialObjectMetadata "+first+" ConfigMap initial=true"; got != want {
+	if got, want := meta.next(t, first),
+		"add *v1.PartialObjectMetadata "+first+` kind="ConfigMap" initial=true`; got != want {
 		t.Errorf("metadata initial: got %q, want %q", got, want)
 	}
 
 	second := "second-" + ns
 	cm := newConfigMap(ns, second, nil, nil)
 	create(t, cm)
-	if got, want := typed.next(t, second), "add *v1.ConfigMap "+second+" ConfigMap initial=false"; got != want {
+	if got, want := typed.next(t, second), "add *v1.ConfigMap "+second+` kind="" initial=false`; got != want {
 		t.Errorf("typed add: got %q, want %q", got, want)
 	}
 	cm.Data = map[string]string{"changed": "yes"}
 	if err := k8sClient.Update(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := typed.next(t, second), "update *v1.ConfigMap "+second+" ConfigMap"; got != want {
+	if got, want := typed.next(t, second), "update *v1.ConfigMap "+second+` kind=""`; got != want {
 		t.Errorf("typed update: got %q, want %q", got, want)
 	}
 	if err := k8sClient.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := typed.next(t, second), "delete *v1.ConfigMap "+second+" ConfigMap"; got != want {
+	if got, want := typed.next(t, second), "delete *v1.ConfigMap "+second+` kind=""`; got != want {
 		t.Errorf("typed delete: got %q, want %q", got, want)
 	}
-	if got, want := meta.next(t, second), "add *v1.PartialObjectMetadata "+second+" ConfigMap initial=false"; got != want {
+	if got, want := meta.next(t, second),
+		"add *v1.PartialObjectMetadata "+second+` kind="ConfigMap" initial=false`; got != want {
 		t.Errorf("metadata add: got %q, want %q", got, want)
 	}
 }

@@ -18,6 +18,7 @@ package cache
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -27,11 +28,14 @@ import (
 // exactly once on every object the informer receives (listed or watched), before the
 // object is queued and stored; never on tombstones or resyncs. In order it:
 //
-//  1. sets gvk on the object, so that the user's transform sees the kind (typed list
-//     items decoded from the API server have no TypeMeta);
+//  1. gives the object the TypeMeta controller-runtime's informers give it (see
+//     carriesGVK): gvk on unstructured and metadata-only objects, and on typed ones
+//     with Config.TypeMetaOnHandlerObjects; an empty TypeMeta on typed ones otherwise,
+//     as client-go's typed decoding leaves them;
 //  2. runs the user's transform, if any (ByObject.Transform, else
 //     DefaultNamespaces[namespace].Transform, else DefaultTransform), once;
-//  3. sets gvk again if the user's transform returned an object without one;
+//  3. sets gvk again if the user's transform returned an object that carries one
+//     without it (a typed result is otherwise stored as returned, TypeMeta included);
 //  4. strips metadata.managedFields, unless Config.KeepManagedFields;
 //  5. interns repeated metadata strings (see internTable), unless
 //     Config.DisableStringInterning or the informer's store is compact (its objects
@@ -40,12 +44,13 @@ import (
 //
 // Steps 4–6 run after the user's transform so that they apply to the object that is
 // stored, whatever the transform returned; they skip results that have no object
-// metadata. Objects in the store, and so every object handed to handlers and
-// readers, carry their GVK.
+// metadata. The object stored is the one index functions, event handlers and
+// GetStore/GetIndexer see; Get and List set gvk on the copies they return.
 func (c *Cache) storeTransform(
 	gvk schema.GroupVersionKind, user toolscache.TransformFunc, detector *mutationDetector, compact bool,
 ) toolscache.TransformFunc {
 	stripManagedFields := !c.settings.KeepManagedFields
+	typedGVK := c.settings.TypeMetaOnHandlerObjects
 	intern := c.intern
 	if compact {
 		intern = nil
@@ -53,7 +58,11 @@ func (c *Cache) storeTransform(
 	return func(in any) (any, error) {
 		obj, _ := in.(runtime.Object)
 		if obj != nil {
-			obj.GetObjectKind().SetGroupVersionKind(gvk)
+			if carriesGVK(obj, typedGVK) {
+				obj.GetObjectKind().SetGroupVersionKind(gvk)
+			} else {
+				obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			}
 		}
 		out := in
 		if user != nil {
@@ -62,7 +71,7 @@ func (c *Cache) storeTransform(
 				return nil, err
 			}
 			obj, _ = out.(runtime.Object)
-			if obj != nil && obj.GetObjectKind().GroupVersionKind().Empty() {
+			if obj != nil && carriesGVK(obj, typedGVK) && obj.GetObjectKind().GroupVersionKind().Empty() {
 				obj.GetObjectKind().SetGroupVersionKind(gvk)
 			}
 		}
@@ -80,5 +89,21 @@ func (c *Cache) storeTransform(
 			detector.record(toolscache.MetaObjectToName(m).String(), obj)
 		}
 		return out, nil
+	}
+}
+
+// carriesGVK reports whether a stored obj carries its GroupVersionKind. In
+// controller-runtime's cache, unstructured objects carry it (the API server's JSON has
+// apiVersion and kind) and metadata-only ones too (its metadata informer sets it on
+// every listed and watched object), while typed objects have an empty TypeMeta: the
+// typed clients' decoder clears it, and controller-runtime sets it only on the copies
+// Get and List return. deltacache does the same unless typedGVK
+// (Config.TypeMetaOnHandlerObjects).
+func carriesGVK(obj runtime.Object, typedGVK bool) bool {
+	switch obj.(type) {
+	case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
+		return true
+	default:
+		return typedGVK
 	}
 }

@@ -26,6 +26,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -91,7 +93,7 @@ func (c *countingTransform) transform(in any) (any, error) {
 	c.mu.Unlock()
 	out := cm.DeepCopy()
 	out.ManagedFields = managedFields
-	out.Annotations = map[string]string{"transformed": cm.GroupVersionKind().Kind}
+	out.Annotations = map[string]string{"transformed": cm.Name}
 	return out, nil
 }
 
@@ -120,8 +122,8 @@ func TestUserTransformRunsOnceAndManagedFieldsAreStrippedFromItsResult(t *testin
 				t.Fatal(err)
 			}
 			for _, cm := range list.Items {
-				if len(cm.ManagedFields) != 0 || cm.Annotations["transformed"] != configMapKind {
-					t.Errorf("%s: managedFields %d, annotations %v; want stripped and transformed (with the kind set)",
+				if len(cm.ManagedFields) != 0 || cm.Annotations["transformed"] != cm.Name {
+					t.Errorf("%s: managedFields %d, annotations %v; want stripped and transformed",
 						cm.Name, len(cm.ManagedFields), cm.Annotations)
 				}
 			}
@@ -222,5 +224,112 @@ func TestInternTableIsBoundedAndKeepsHotStringsShared(t *testing.T) {
 	again := strings.Clone(long)
 	if got := table.internLocked(again); dataOf(got) != dataOf(again) {
 		t.Error("a string longer than internMaxLen was interned")
+	}
+}
+
+// kindsSeen records, per stage, the GroupVersionKind of the objects named "x" that stage
+// was handed.
+type kindsSeen struct {
+	mu    sync.Mutex
+	kinds map[string]schema.GroupVersionKind
+}
+
+func (k *kindsSeen) record(stage string, obj any) {
+	o, ok := obj.(client.Object)
+	if !ok || o.GetName() != "x" {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.kinds == nil {
+		k.kinds = map[string]schema.GroupVersionKind{}
+	}
+	k.kinds[stage] = o.GetObjectKind().GroupVersionKind()
+}
+
+func (k *kindsSeen) get(stage string) (schema.GroupVersionKind, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	gvk, ok := k.kinds[stage]
+	return gvk, ok
+}
+
+// Typed objects reach the transform, index functions, event handlers and the informer's
+// store with an empty TypeMeta, as controller-runtime's do, unless
+// WithTypeMetaOnHandlerObjects; Get and List copies always carry apiVersion and kind, and
+// so do unstructured and metadata-only objects everywhere. (TestConformance's "handler
+// and store objects" case compares the default with controller-runtime's cache.)
+func TestTypedObjectsHaveAnEmptyTypeMetaUnlessTypeMetaOnHandlerObjects(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		options   []Option
+		typedKind schema.GroupVersionKind
+	}{
+		{"default", nil, schema.GroupVersionKind{}},
+		{"WithTypeMetaOnHandlerObjects", []Option{WithTypeMetaOnHandlerObjects()}, gvkConfigMap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var seen kindsSeen
+			c := newTestCache(t, newFakeAPI(t, configMap("a", "x", nil)), crcache.Options{
+				DefaultTransform: func(in any) (any, error) {
+					if _, typed := in.(*corev1.ConfigMap); typed {
+						seen.record("transform", in)
+					}
+					return in, nil
+				},
+			}, tc.options...)
+			ctx := testCtx(t)
+			if err := c.IndexField(ctx, &corev1.ConfigMap{}, "byName", func(obj client.Object) []string {
+				seen.record("index", obj)
+				return []string{obj.GetName()}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			startCache(t, c)
+
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvkConfigMap)
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(gvkConfigMap)
+			for stage, example := range map[string]client.Object{"typed": &corev1.ConfigMap{}, "unstructured": u,
+				"metadata": m} {
+				inf, err := c.GetInformer(ctx, example)
+				if err != nil {
+					t.Fatal(err)
+				}
+				reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+					AddFunc: func(obj any) { seen.record(stage+" handler", obj) },
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				waitUntil(t, stage+" handler's initial add", reg.HasSynced)
+				sii, ok := inf.(toolscache.SharedIndexInformer)
+				if !ok {
+					t.Fatalf("%s informer is a %T, not a SharedIndexInformer", stage, inf)
+				}
+				item, exists, err := sii.GetStore().GetByKey("a/x")
+				if err != nil || !exists {
+					t.Fatalf("%s GetStore: exists %t, %v", stage, exists, err)
+				}
+				seen.record(stage+" store", item)
+			}
+			var got corev1.ConfigMap
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "a", Name: "x"}, &got); err != nil {
+				t.Fatal(err)
+			}
+			seen.record("Get", &got)
+
+			for stage, want := range map[string]schema.GroupVersionKind{
+				"transform": tc.typedKind, "index": tc.typedKind,
+				"typed handler": tc.typedKind, "typed store": tc.typedKind, "Get": gvkConfigMap,
+				"unstructured handler": gvkConfigMap, "unstructured store": gvkConfigMap,
+				"metadata handler": gvkConfigMap, "metadata store": gvkConfigMap,
+			} {
+				if gvk, ok := seen.get(stage); !ok || gvk != want {
+					t.Errorf("%s: saw x %t with GVK %v, want %v", stage, ok, gvk, want)
+				}
+			}
+		})
 	}
 }
