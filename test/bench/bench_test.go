@@ -30,7 +30,7 @@ import (
 )
 
 // The benchmarks below are the hot paths of `make bench` as testing.B benchmarks, for
-// benchstat: go test ./test/bench -run '^$' -bench . -count 10. Each sub-benchmark is
+// benchstat: (cd test/bench && go test . -run '^$' -bench . -count 10). Each sub-benchmark is
 // named impl=<contender>, so benchstat can also compare the contenders (-col /impl).
 
 var pipelineContenders = []Contender{Deltacache, ClientGo}

@@ -179,7 +179,7 @@ func (rep Report) Markdown() string {
 	p("## Go benchmarks\n\n")
 	p("The hot paths also exist as `testing.B` benchmarks in `test/bench` (in process; the ones that need " +
 		"envtest skip without `KUBEBUILDER_ASSETS`). Compare two trees with benchstat:\n\n")
-	p("```sh\ngo test ./test/bench -run '^$' -bench . -count 10 | tee new.txt\n" +
+	p("```sh\n(cd test/bench && go test . -run '^$' -bench . -count 10) | tee new.txt\n" +
 		"benchstat old.txt new.txt\n```\n")
 	return b.String()
 }
