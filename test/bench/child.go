@@ -26,6 +26,8 @@ import (
 	"os/exec"
 	"strconv"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // Workloads a child process runs.
@@ -83,22 +85,14 @@ const ChildFlag = "child"
 func RunChild(ctx context.Context, spec ChildSpec) (Values, error) {
 	switch spec.Workload {
 	case WorkloadAPIServer:
-		kubeconfig, err := os.ReadFile(spec.Kubeconfig)
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := RESTConfigFromKubeconfig(kubeconfig)
+		cfg, err := restConfigFromFile(spec.Kubeconfig)
 		if err != nil {
 			return nil, err
 		}
 		return CacheWorkload{Contender: spec.Contender, Config: cfg, Layout: NewLayout(spec.Pods),
 			Reps: spec.Reps, OpTime: spec.OpTime, Seed: spec.Seed}.Run(ctx)
 	case WorkloadKind:
-		kubeconfig, err := os.ReadFile(spec.Kubeconfig)
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := RESTConfigFromKubeconfig(kubeconfig)
+		cfg, err := restConfigFromFile(spec.Kubeconfig)
 		if err != nil {
 			return nil, err
 		}
@@ -125,6 +119,15 @@ func RunChild(ctx context.Context, spec ChildSpec) (Values, error) {
 	default:
 		return nil, fmt.Errorf("unknown workload %q", spec.Workload)
 	}
+}
+
+// restConfigFromFile reads the kubeconfig at path.
+func restConfigFromFile(path string) (*rest.Config, error) {
+	kubeconfig, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return RESTConfigFromKubeconfig(kubeconfig)
 }
 
 // SpawnChild runs spec in a new process of executable exe (the bench binary, with
