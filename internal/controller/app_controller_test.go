@@ -277,7 +277,9 @@ var _ = Describe("Indexes served by deltacache", func() {
 		after := managerCache.ListStats(podGVK)
 		Expect(pods.Items).To(HaveLen(1))
 		Expect(pods.Items[0].Name).To(Equal("indexed-0"))
-		Expect(after.LabelIndex - before.LabelIndex).To(Equal(uint64(1)))
+		// The reconciler may List concurrently (a requeue after a status conflict): at
+		// least ours went through the index, and no List scanned.
+		Expect(after.LabelIndex - before.LabelIndex).To(BeNumerically(">=", 1))
 		Expect(after.Scan).To(Equal(before.Scan))
 		Expect(after.NamespaceIndex).To(Equal(before.NamespaceIndex))
 		// Every pod List the controller made so far went through the index.
