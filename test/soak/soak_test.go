@@ -153,11 +153,21 @@ func (r *recorder) note(typ string, obj any) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) OnAdd(obj any, _ bool)    { r.note("add", obj) }
-func (r *recorder) OnUpdate(_, obj any)      { r.note("update", obj) }
-func (r *recorder) OnDelete(obj any)         { r.note("delete", obj) }
-func (r *recorder) HandlerName() string      { return "soak-recorder" }
-func (r *recorder) keys() map[string][]event { r.mu.Lock(); defer r.mu.Unlock(); return r.seq }
+func (r *recorder) OnAdd(obj any, _ bool) { r.note("add", obj) }
+func (r *recorder) OnUpdate(_, obj any)   { r.note("update", obj) }
+func (r *recorder) OnDelete(obj any)      { r.note("delete", obj) }
+func (r *recorder) HandlerName() string   { return "soak-recorder" }
+
+// keys returns a copy of the sequences recorded so far (handlers go on recording).
+func (r *recorder) keys() map[string][]event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string][]event, len(r.seq))
+	for k, seq := range r.seq {
+		out[k] = slices.Clone(seq)
+	}
+	return out
+}
 func slowHandler() toolscache.ResourceEventHandler {
 	sleep := func() { time.Sleep(2 * time.Millisecond) }
 	return toolscache.ResourceEventHandlerFuncs{
@@ -556,7 +566,8 @@ func compareAll(ctx context.Context, t *testing.T, c client.Client, informers []
 				diffs = append(diffs, fmt.Sprintf("store %s: %q, not on the server", k, v))
 			}
 		}
-		for k, seq := range w.rec.keys() {
+		seen := w.rec.keys()
+		for k, seq := range seen {
 			last := seq[len(seq)-1]
 			v, onServer := want[k]
 			switch {
@@ -577,7 +588,7 @@ func compareAll(ctx context.Context, t *testing.T, c client.Client, informers []
 			}
 		}
 		for k := range want {
-			if _, ok := w.rec.keys()[k]; !ok {
+			if _, ok := seen[k]; !ok {
 				diffs = append(diffs, fmt.Sprintf("handler %s: never seen", k))
 			}
 		}
