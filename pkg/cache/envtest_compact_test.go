@@ -396,7 +396,7 @@ func TestEnvtestObjectsTheCodecCannotEncodeStayReadableAndAreCountedAndLoggedOnc
 		return obj, nil
 	}
 	log, lines := capturingLogger()
-	c := startEnvCache(t, crcache.Options{DefaultTransform: addNaN}, dcache.WithLogger(log))
+	c := startEnvCache(t, crcache.Options{DefaultTransform: addNaN}, dcache.WithLogger(log), dcache.WithStorage(dcache.StorageCompact))
 
 	got := newWidget("w-bad")
 	if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {

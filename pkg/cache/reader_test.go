@@ -78,7 +78,7 @@ func TestGetReturnsDeepCopyWithGVKSet(t *testing.T) {
 }
 
 func TestUnsafeDisableDeepCopyReadsOfCompactStorageCannotCorruptTheCache(t *testing.T) {
-	c := readerFixture(t, crcache.Options{})
+	c := readerFixture(t, crcache.Options{}, WithStorage(StorageCompact))
 	ctx := testCtx(t)
 	key := client.ObjectKey{Namespace: "a", Name: "web-1"}
 	var got corev1.ConfigMap

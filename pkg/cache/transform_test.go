@@ -170,7 +170,7 @@ func TestRepeatedMetadataStringsAreInternedUnlessDisabled(t *testing.T) {
 		{"decoded storage", []Option{WithoutCompactStorage()}, true},
 		{"WithoutStringInterning", []Option{WithoutCompactStorage(), WithoutStringInterning()}, false},
 		// Compact storage holds bytes; each read decodes strings of its own.
-		{"compact storage", nil, false},
+		{"compact storage", []Option{WithStorage(StorageCompact)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTestCache(t, newFakeAPI(t, distinctPod("p1"), distinctPod("p2")), crcache.Options{}, tc.options...)
