@@ -122,8 +122,9 @@ type codecErrors struct {
 // codecError counts a codec error of key and logs it once per key (the
 // Indexer's OnCodecError).
 func (s *SharedIndexInformer) codecError(key string, err error) {
+	decoding := isDecodeError(err)
 	if im := s.obs.Load(); im != nil {
-		if isDecodeError(err) {
+		if decoding {
 			im.decodeErrors.Inc()
 		} else {
 			im.encodeErrors.Inc()
@@ -151,7 +152,7 @@ func (s *SharedIndexInformer) codecError(key string, err error) {
 	log := s.log
 	s.mu.Unlock()
 	switch {
-	case first && isDecodeError(err):
+	case first && decoding:
 		log.Error(err, "Could not decode stored object; it is left out of reads", "key", key)
 	case first:
 		log.Error(err, "Could not encode object for compact storage; it is kept decoded", "key", key)

@@ -196,9 +196,10 @@ func (v indexValues) err(key string) error {
 // reports whether any index value changed. The record keeps vals.values (no
 // copy): vals must not be used to build another record.
 func newRecord(obj any, data []byte, old *record, vals indexValues) (rec *record, changed bool) {
-	rec = &record{obj: obj}
 	if data != nil {
 		rec = &record{data: data}
+	} else {
+		rec = &record{obj: obj}
 	}
 	if old != nil {
 		rec.vals = old.vals

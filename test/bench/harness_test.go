@@ -272,6 +272,9 @@ func TestFootprintLayersAreMeasuredAndPositive(t *testing.T) {
 			t.Fatalf("%s: %v", f.ID, v[f.ID])
 		}
 		t.Logf("%-40s %8.0f B", f.ID, v[f.ID][0])
+		if v[f.ID][0] <= 0 {
+			t.Errorf("%s = %v B per pod, want a positive figure", f.ID, v[f.ID][0])
+		}
 	}
 	// The payload is the protobuf size of a stripped pod, within its allocation's
 	// rounding; the decoded pod is several times larger.
