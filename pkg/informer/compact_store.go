@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // Compact storage: the Indexer's side of IndexerOptions.Codec. Writes encode
@@ -100,10 +101,17 @@ func (l *lazyObject) get() any {
 	return l.obj
 }
 
-// resolveObject returns o, decoded if it is a lazyObject.
+// resolveObject returns o, decoded if it is a lazyObject or a tombstone
+// holding one.
 func resolveObject(o any) any {
-	if l, ok := o.(*lazyObject); ok {
-		return l.get()
+	switch v := o.(type) {
+	case *lazyObject:
+		return v.get()
+	case toolscache.DeletedFinalStateUnknown:
+		if l, ok := v.Obj.(*lazyObject); ok {
+			v.Obj = l.get()
+		}
+		return v
 	}
 	return o
 }

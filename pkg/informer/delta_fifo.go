@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -163,6 +162,9 @@ func (f *DeltaFIFO) KeyOf(obj any) (string, error) {
 	}
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		return t.Key, nil
+	}
+	if key, _, ok := queuedKeyRV(obj); ok {
+		return key, nil
 	}
 	return f.keyFunc(obj)
 }
@@ -545,8 +547,8 @@ func (f *DeltaFIFO) queueObject(t DeltaType, obj any) error {
 			return err
 		}
 	}
-	if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() != "" {
-		f.receivedRV = m.GetResourceVersion()
+	if rv := objectRV(obj); rv != "" {
+		f.receivedRV = rv
 	}
 	f.appendLocked(key, Delta{Type: t, Object: obj})
 	return nil

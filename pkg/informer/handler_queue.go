@@ -383,9 +383,9 @@ func (r *HandlerRegistration) deliver(key string, n notification) {
 	case noteAdd:
 		r.handler.OnAdd(resolveObject(n.newObj), n.initial)
 	case noteUpdate:
-		r.handler.OnUpdate(resolveObject(n.oldObj), n.newObj)
+		r.handler.OnUpdate(resolveObject(n.oldObj), resolveObject(n.newObj))
 	case noteDelete:
-		r.handler.OnDelete(n.newObj)
+		r.handler.OnDelete(resolveObject(n.newObj))
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -361,11 +360,7 @@ func newerRV(obj any, cur string) string {
 	if _, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		return ""
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	if rv := m.GetResourceVersion(); rv != "" && rv != cur && !rvOlder(rv, cur) {
+	if rv := objectRV(obj); rv != "" && rv != cur && !rvOlder(rv, cur) {
 		return rv
 	}
 	return ""

@@ -89,8 +89,15 @@ func (b *writeBatch) put(key string, obj any) error {
 // swap is put that also returns the record it replaced (nil when key was
 // absent) and the one it stored, so the pop loop looks each key up once.
 func (b *writeBatch) swap(key string, obj any) (old, rec *record, err error) {
-	vals := b.t.funcs.compute(obj)
-	data := b.ix.encode(key, obj)
+	b.observeRV(obj)
+	var vals indexValues
+	var data []byte
+	if e, ok := obj.(*encodedObject); ok {
+		obj, data, vals = b.ix.stored(e, b.t.funcs)
+	} else {
+		vals = b.t.funcs.compute(obj)
+		data = b.ix.encode(key, obj)
+	}
 	h := keyHash(key)
 	slot := b.slotOf(h)
 	e, old, found := b.shard(slot).entryFor(h, key)
@@ -105,7 +112,6 @@ func (b *writeBatch) swap(key string, obj any) (old, rec *record, err error) {
 	if changed {
 		b.refile(key, e, old, rec)
 	}
-	b.observeRV(obj)
 	return old, rec, vals.err(key)
 }
 

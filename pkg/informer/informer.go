@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -361,6 +360,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 		Clock:                s.clock,
 		ListProgressInterval: s.opts.ListProgressInterval,
 		metrics:              im,
+		encode:               s.earlyEncoder(),
 	})
 	for _, h := range s.handlers {
 		h.start()
@@ -411,6 +411,15 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	for _, h := range handlers {
 		<-h.Stopped()
 	}
+}
+
+// earlyEncoder returns the Reflector's encode option: the Indexer's early
+// encoding with compact storage on, nil without.
+func (s *SharedIndexInformer) earlyEncoder() func(runtime.Object, bool) any {
+	if !s.indexer.ReadsCopy() {
+		return nil
+	}
+	return s.indexer.encodeEarly
 }
 
 // AddEventHandler adds a handler with the informer's default resync period.
@@ -618,33 +627,33 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 		adds += queued
 	}
 	w := s.indexer.beginBatch(adds)
+	// With no handler registered, nothing is notified: no handler view is
+	// made (nor a lazy old object).
+	listening := len(s.handlers) > 0
 	for _, p := range batch {
 		// The FIFO queued every delta of p under p.key, computed by the same
 		// key function.
 		key := p.key
 		for _, d := range p.deltas {
 			if d.Type == Deleted {
-				if w.take(key) == nil {
-					continue
+				if w.take(key) != nil && listening {
+					notes = append(notes, batchNote{key: key, n: notification{kind: noteDelete, newObj: s.indexer.handlerView(d.Object)}})
 				}
-				notes = append(notes, batchNote{key: key, n: notification{kind: noteDelete, newObj: d.Object}})
 				continue
 			}
 			old, rec, err := w.swap(key, d.Object)
 			if err != nil {
 				errs = append(errs, err)
 			}
-			if old == nil {
-				notes = append(notes, batchNote{key: key, n: notification{kind: noteAdd, newObj: d.Object, initial: p.initial}})
-				continue
+			switch {
+			case !listening:
+			case old == nil:
+				notes = append(notes, batchNote{key: key, n: notification{kind: noteAdd, newObj: s.indexer.handlerView(d.Object), initial: p.initial}})
+			default:
+				isSync := d.Type == Sync || (d.Type == Replaced && sameStored(old, rec, d.Object))
+				n := notification{kind: noteUpdate, oldObj: s.indexer.handlerObject(key, old), newObj: s.indexer.handlerView(d.Object)}
+				notes = append(notes, batchNote{key: key, n: n, isSync: isSync})
 			}
-			isSync := d.Type == Sync || (d.Type == Replaced && sameStored(old, rec, d.Object))
-			var oldObj any
-			if len(s.handlers) > 0 {
-				oldObj = s.indexer.handlerObject(key, old)
-			}
-			n := notification{kind: noteUpdate, oldObj: oldObj, newObj: d.Object}
-			notes = append(notes, batchNote{key: key, n: n, isSync: isSync})
 		}
 	}
 	w.commit()
@@ -688,10 +697,8 @@ func sameStored(old, rec *record, obj any) bool {
 }
 
 func sameResourceVersion(a, b any) bool {
-	ma, err1 := meta.Accessor(a)
-	mb, err2 := meta.Accessor(b)
-	return err1 == nil && err2 == nil && ma.GetResourceVersion() != "" &&
-		ma.GetResourceVersion() == mb.GetResourceVersion()
+	rv := objectRV(a)
+	return rv != "" && rv == objectRV(b)
 }
 
 // informerController is the toolscache.Controller view of an informer.

@@ -91,6 +91,11 @@ type ReflectorOptions struct {
 
 	// metrics are the informer's series; nil outside an informer.
 	metrics *informerMetrics
+	// encode, set by an informer with compact storage, turns each
+	// transformed object into what the store is given in its place (see
+	// Indexer.encodeEarly); keep is true for watch events, whose decoded
+	// object handlers receive. nil: the store is given the object.
+	encode func(obj runtime.Object, keep bool) any
 }
 
 // ListStats describe the Reflector's last successful list.
@@ -337,6 +342,15 @@ func (r *Reflector) transformed(ctx context.Context, obj runtime.Object) (runtim
 	return o, true
 }
 
+// queued returns what the store is given for the transformed object obj: obj
+// itself, or its early encoding (ReflectorOptions.encode).
+func (r *Reflector) queued(obj runtime.Object, keep bool) any {
+	if r.opts.encode == nil {
+		return obj
+	}
+	return r.opts.encode(obj, keep)
+}
+
 // list runs one consistent, paginated LIST and replaces the store with it.
 func (r *Reflector) list(ctx context.Context) error {
 	start := r.clock.Now()
@@ -374,7 +388,7 @@ func (r *Reflector) list(ctx context.Context) error {
 		}
 		for _, o := range part {
 			if o, ok := r.transformed(ctx, o); ok {
-				items = append(items, o)
+				items = append(items, r.queued(o, false))
 			}
 		}
 		rv = lm.GetResourceVersion()
@@ -570,9 +584,9 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 		}
 		switch e.Type {
 		case watch.Added:
-			err = r.store.Add(e.Object)
+			err = r.store.Add(r.queued(e.Object, true))
 		case watch.Modified:
-			err = r.store.Update(e.Object)
+			err = r.store.Update(r.queued(e.Object, true))
 		case watch.Deleted:
 			err = r.store.Delete(e.Object)
 		case watch.Bookmark:

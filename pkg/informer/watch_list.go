@@ -160,7 +160,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 					Err: fmt.Errorf("no initial-events-end bookmark before a %s event for %s", e.Type, key)}
 			}
 			if obj, ok := r.transformed(ctx, e.Object); ok {
-				items.set(key, obj)
+				items.set(key, r.queued(obj, false))
 			}
 			progress.report(len(items.objs), 0)
 		}
