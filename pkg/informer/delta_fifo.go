@@ -369,6 +369,9 @@ func (f *DeltaFIFO) pop(maxKeys int, reuse bool, process func(batch []poppedKey,
 		f.inFlight = make(map[string]struct{}, n)
 	}
 	batch := f.batch[:0]
+	if cap(batch) < n {
+		batch = make([]poppedKey, 0, n)
+	}
 	for i, key := range f.queue[:n] {
 		batch = append(batch, poppedKey{key: key, deltas: f.items[key], initial: i < initial})
 		delete(f.items, key)
@@ -431,7 +434,10 @@ const drainedRelease = 256
 // releaseDrainedLocked replaces the items map and queue array by small
 // ones when the queue is empty and they once held many keys.
 func (f *DeltaFIFO) releaseDrainedLocked() {
-	if len(f.queue) > 0 || f.highWater <= drainedRelease {
+	// While an initial list is streamed in (see initialStreamer) the queue
+	// drains between its parts: the map is kept for the next part, and let
+	// go at the first drain once the list has ended.
+	if len(f.queue) > 0 || f.highWater <= drainedRelease || !f.populated {
 		return
 	}
 	f.items = map[string]Deltas{}

@@ -619,6 +619,9 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 	s.deliverMu.Lock()
 	defer s.deliverMu.Unlock()
 	notes := s.notes[:0]
+	if cap(notes) < len(batch) {
+		notes = make([]batchNote, 0, len(batch))
+	}
 	var errs []error
 	adds := len(batch)
 	if batch[len(batch)-1].initial {

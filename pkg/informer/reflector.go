@@ -352,12 +352,15 @@ func (r *Reflector) queued(obj runtime.Object, keep bool) any {
 }
 
 // list runs one consistent, paginated LIST and replaces the store with it.
+// The first list into an empty store is streamed to it page by page (see
+// initialStreamer); any other is collected and Replaced at once.
 func (r *Reflector) list(ctx context.Context) error {
 	start := r.clock.Now()
 	opts := metav1.ListOptions{ResourceVersion: "", Limit: r.opts.PageSize}
+	stream := r.initialStream()
 	var items []any
 	var rv string
-	pages := 0
+	pages, streamed := 0, 0
 	restarted := false
 	progress := r.newListProgress(ctx, false)
 	for {
@@ -366,11 +369,13 @@ func (r *Reflector) list(ctx context.Context) error {
 		if err != nil {
 			if opts.Continue != "" && !restarted && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
 				// The continue token expired: start over with one unpaginated
-				// consistent list rather than stitching two snapshots.
+				// consistent list rather than stitching two snapshots. What was
+				// streamed stays queued; the Replace of the new list deletes what
+				// that list no longer has.
 				r.logger(ctx).V(1).Info("continue token expired mid-list; relisting in one request",
 					"reflector", r.name, "pages", pages)
 				restarted = true
-				items, pages = nil, 0
+				items, pages, stream, streamed = nil, 0, nil, 0
 				opts = metav1.ListOptions{ResourceVersion: ""}
 				continue
 			}
@@ -386,16 +391,26 @@ func (r *Reflector) list(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("unable to extract items of %T: %w", obj, err)
 		}
+		page := items
+		if stream != nil {
+			page = make([]any, 0, len(part))
+		}
 		for _, o := range part {
 			if o, ok := r.transformed(ctx, o); ok {
-				items = append(items, r.queued(o, false))
+				page = append(page, r.queued(o, false))
 			}
+		}
+		if stream != nil {
+			r.appendStreamed(ctx, stream, page)
+			streamed += len(page)
+		} else {
+			items = page
 		}
 		rv = lm.GetResourceVersion()
 		if lm.GetContinue() == "" {
 			break
 		}
-		progress.report(len(items), pages)
+		progress.report(streamed+len(items), pages)
 		opts.Continue = lm.GetContinue()
 		opts.ResourceVersion = ""
 		if ctx.Err() != nil {
@@ -403,8 +418,29 @@ func (r *Reflector) list(ctx context.Context) error {
 		}
 	}
 
-	stats := ListStats{Pages: pages, Objects: len(items), ResourceVersion: rv, Duration: r.clock.Since(start)}
+	stats := ListStats{Pages: pages, Objects: streamed + len(items), ResourceVersion: rv, Duration: r.clock.Since(start)}
+	if stream != nil {
+		r.installStreamed(stream, rv, stats)
+		return nil
+	}
 	return r.install(ctx, "list", items, rv, stats)
+}
+
+// initialStream returns the store as an initialStreamer when the list about
+// to be made may be streamed to it; nil otherwise.
+func (r *Reflector) initialStream() initialStreamer {
+	if s, ok := r.store.(initialStreamer); ok && s.beginInitialStream() {
+		return s
+	}
+	return nil
+}
+
+// installStreamed ends a streamed list at rv, as install does for a
+// collected one (a first list cannot be older than what the store holds).
+func (r *Reflector) installStreamed(s initialStreamer, rv string, stats ListStats) {
+	r.recordList(rv, stats)
+	s.endInitialStream(rv)
+	r.opts.metrics.listInstalled(stats)
 }
 
 // install replaces the store with a complete list at rv, unless rv is older
@@ -414,19 +450,24 @@ func (r *Reflector) install(ctx context.Context, op string, items []any, rv stri
 		return &ListWatchError{Name: r.name, Op: op, Reason: ReasonStaleList,
 			Err: fmt.Errorf("list at resourceVersion %s is older than the applied resourceVersion %s", rv, applied)}
 	}
-	// Recorded before the store gets the list: once it has, the informer can
-	// sync at any moment, and whoever looks then must find these stats.
+	r.recordList(rv, stats)
+	if err := r.store.Replace(items, rv); err != nil {
+		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
+	}
+	r.opts.metrics.listInstalled(stats)
+	return nil
+}
+
+// recordList records a successful list at rv. It is called before the store
+// gets the list's end: once it has, the informer can sync at any moment, and
+// whoever looks then must find these stats.
+func (r *Reflector) recordList(rv string, stats ListStats) {
 	r.mu.Lock()
 	r.lastRV = rv
 	r.lastErr = nil
 	r.lastList = stats
 	r.listCount++
 	r.mu.Unlock()
-	if err := r.store.Replace(items, rv); err != nil {
-		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
-	}
-	r.opts.metrics.listInstalled(stats)
-	return nil
 }
 
 // watchTimeout returns a random server-side watch timeout in [min, 2×min],

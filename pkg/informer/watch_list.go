@@ -102,6 +102,11 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 			Err: fmt.Errorf("no initial-events-end bookmark %s %s", what, d)}
 	}
 
+	// The first list into an empty store is streamed to it in chunks (see
+	// initialStreamer); any other is collected and Replaced at the bookmark.
+	stream := r.initialStream()
+	var chunk []any
+	streamed := 0
 	items := newTable(0)
 	progress := r.newListProgress(ctx, true)
 	for {
@@ -139,6 +144,13 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 					continue
 				}
 				rv := m.GetResourceVersion()
+				if stream != nil {
+					r.appendStreamed(ctx, stream, chunk)
+					streamed += len(chunk)
+					stats := ListStats{Objects: streamed, ResourceVersion: rv, Duration: r.clock.Since(start), WatchList: true}
+					r.installStreamed(stream, rv, stats)
+					return w, timeoutSeconds, nil
+				}
 				// The list is the table's objects themselves (no copy); its
 				// key index goes now, before the FIFO builds its own.
 				list := items.objs
@@ -159,10 +171,31 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 				return nil, 0, &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
 					Err: fmt.Errorf("no initial-events-end bookmark before a %s event for %s", e.Type, key)}
 			}
-			if obj, ok := r.transformed(ctx, e.Object); ok {
+			obj, ok := r.transformed(ctx, e.Object)
+			switch {
+			case !ok:
+			case stream != nil:
+				chunk = append(chunk, r.queued(obj, false))
+				if len(chunk) == streamChunk {
+					r.appendStreamed(ctx, stream, chunk)
+					streamed += len(chunk)
+					chunk = make([]any, 0, streamChunk)
+				}
+			default:
 				items.set(key, r.queued(obj, false))
 			}
-			progress.report(len(items.objs), 0)
+			progress.report(streamed+len(chunk)+len(items.objs), 0)
 		}
+	}
+}
+
+// streamChunk is the number of a WatchList stream's initial events handed to
+// an initialStreamer at once.
+const streamChunk = 256
+
+// appendStreamed hands part of a streamed list to the store.
+func (r *Reflector) appendStreamed(ctx context.Context, s initialStreamer, part []any) {
+	if err := s.appendInitial(part); err != nil {
+		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
 	}
 }

@@ -30,10 +30,14 @@ type Options struct {
 	APIPods int
 	// SeedWorkers is the number of concurrent pod creators.
 	SeedWorkers int
-	// SyncSmall and SyncLarge are the pod counts of the in-process initial syncs.
-	SyncSmall, SyncLarge int
+	// SyncSmall, SyncLarge and SyncHuge are the pod counts of the in-process
+	// initial syncs.
+	SyncSmall, SyncLarge, SyncHuge int
 	// Keys is the number of distinct pods the event and store workloads update.
 	Keys int
+	// KeysLarge and KeysHuge are the stored pods of the throughput workloads at
+	// scale (each gets max(Events, keys) updates).
+	KeysLarge, KeysHuge int
 	// Events is the number of updates of the throughput and stuck-handler workloads;
 	// the stuck handler is also measured after Events/10.
 	Events int
@@ -47,6 +51,15 @@ type Options struct {
 	OpTime time.Duration
 	// Seed seeds the choice of keys and label values read.
 	Seed uint64
+	// Only, when not empty, names the sections to run (their IDs, e.g.
+	// "apiserver"); the others are skipped. For development: a report of a
+	// partial run says which sections it lacks.
+	Only []string
+}
+
+// RunsSection reports whether section id is to be run (see Options.Only).
+func (o Options) RunsSection(id string) bool {
+	return len(o.Only) == 0 || slices.Contains(o.Only, id)
 }
 
 // DefaultOptions are the sizes of the issue: 5 runs, 20k pods on the API server, 10k
@@ -55,8 +68,8 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Runs: 5, APIPods: 20_000, SeedWorkers: 16,
-		SyncSmall: 10_000, SyncLarge: 100_000,
-		Keys: 10_000, Events: 1_000_000,
+		SyncSmall: 10_000, SyncLarge: 100_000, SyncHuge: 1_000_000,
+		Keys: 10_000, KeysLarge: 100_000, KeysHuge: 1_000_000, Events: 1_000_000,
 		StoreReaders: 10, StoreDuration: 2 * time.Second,
 		ListPods: 100_000, OpTime: 500 * time.Millisecond, Seed: 1,
 	}
@@ -66,8 +79,8 @@ func DefaultOptions() Options {
 func QuickOptions() Options {
 	return Options{
 		Runs: 1, APIPods: 2_000, SeedWorkers: 16,
-		SyncSmall: 1_000, SyncLarge: 10_000,
-		Keys: 1_000, Events: 100_000,
+		SyncSmall: 1_000, SyncLarge: 10_000, SyncHuge: 20_000,
+		Keys: 1_000, KeysLarge: 10_000, KeysHuge: 20_000, Events: 100_000,
 		StoreReaders: 10, StoreDuration: 500 * time.Millisecond,
 		ListPods: 10_000, OpTime: 100 * time.Millisecond, Seed: 1,
 	}
@@ -108,7 +121,12 @@ const (
 	SectionAPIServer  = "apiserver"
 	SectionSyncSmall  = "sync-small"
 	SectionSyncLarge  = "sync-large"
+	SectionSyncHuge   = "sync-huge"
 	SectionThroughput = "throughput"
+	// SectionThroughputLarge and SectionThroughputHuge are SectionThroughput
+	// with KeysLarge and KeysHuge pods stored.
+	SectionThroughputLarge = "throughput-large"
+	SectionThroughputHuge  = "throughput-huge"
 	SectionStore      = "store"
 	SectionStuck      = "stuck"
 	SectionMemoryAPI  = "memory-api"
@@ -193,9 +211,31 @@ func (o Options) Sections() []Section {
 			Figures:     syncFigures(),
 		},
 		{
+			ID:          SectionSyncHuge,
+			Title:       fmt.Sprintf("B2b. In-process initial sync of %d pods", o.SyncHuge),
+			Description: "As B1.",
+			Contenders:  pipeline,
+			Figures:     syncFigures(),
+		},
+		{
 			ID:          SectionThroughput,
 			Title:       fmt.Sprintf("B3. Throughput: %d updates over %d keys", o.Events, o.Keys),
 			Description: "Watch → queue → store → one handler, until the handler has seen the last state of every key.",
+			Contenders:  pipeline,
+			Figures:     []Figure{{FigThroughput, "Updates per second", "events/s", true}},
+		},
+		{
+			ID: SectionThroughputLarge,
+			Title: fmt.Sprintf("B3b. Throughput: %d updates over %d keys", max(o.Events, o.KeysLarge),
+				o.KeysLarge),
+			Description: "As B3, with more objects stored.",
+			Contenders:  pipeline,
+			Figures:     []Figure{{FigThroughput, "Updates per second", "events/s", true}},
+		},
+		{
+			ID:          SectionThroughputHuge,
+			Title:       fmt.Sprintf("B3c. Throughput: %d updates over %d keys", max(o.Events, o.KeysHuge), o.KeysHuge),
+			Description: "As B3, with more objects stored.",
 			Contenders:  pipeline,
 			Figures:     []Figure{{FigThroughput, "Updates per second", "events/s", true}},
 		},

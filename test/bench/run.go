@@ -60,9 +60,12 @@ type RunInfo struct {
 // Run measures every section and returns the results.
 func (r *Runner) Run(ctx context.Context) (Results, RunInfo, error) {
 	start := time.Now()
+	o := r.Options
 	results := Results{}
 	var info RunInfo
-	if err := r.runAPIServer(ctx, results, &info); err != nil {
+	if !o.RunsSection(SectionAPIServer) && !o.RunsSection(SectionKinds) {
+		info.APIServerSkipped = "not among the sections asked for"
+	} else if err := r.runAPIServer(ctx, results, &info); err != nil {
 		if !errors.Is(err, ErrNoAssets) {
 			return nil, info, err
 		}
@@ -166,6 +169,9 @@ func (r *Runner) runAPIServer(ctx context.Context, results Results, info *RunInf
 
 	s := r.section(SectionAPIServer)
 	for run := range o.Runs {
+		if !o.RunsSection(SectionAPIServer) {
+			break
+		}
 		r.logf("section A: run %d/%d", run+1, o.Runs)
 		for _, c := range rotate(s.Contenders, run) {
 			spec := ChildSpec{Workload: WorkloadAPIServer, Contender: c, Pods: o.APIPods, Reps: 1,
@@ -174,6 +180,9 @@ func (r *Runner) runAPIServer(ctx context.Context, results Results, info *RunInf
 				return err
 			}
 		}
+	}
+	if !o.RunsSection(SectionKinds) {
+		return nil
 	}
 	return r.runKinds(ctx, results, cp.Config, kubeconfig)
 }
@@ -214,13 +223,21 @@ func (r *Runner) runInProcess(ctx context.Context, results Results) error {
 		}{
 			{SectionSyncSmall, ChildSpec{Workload: WorkloadSync, Pods: o.SyncSmall}},
 			{SectionSyncLarge, ChildSpec{Workload: WorkloadSync, Pods: o.SyncLarge}},
+			{SectionSyncHuge, ChildSpec{Workload: WorkloadSync, Pods: o.SyncHuge}},
 			{SectionThroughput, ChildSpec{Workload: WorkloadThroughput, Keys: o.Keys, Events: o.Events}},
+			{SectionThroughputLarge, ChildSpec{Workload: WorkloadThroughput, Keys: o.KeysLarge,
+				Events: max(o.Events, o.KeysLarge)}},
+			{SectionThroughputHuge, ChildSpec{Workload: WorkloadThroughput, Keys: o.KeysHuge,
+				Events: max(o.Events, o.KeysHuge)}},
 			{SectionStore, ChildSpec{Workload: WorkloadStore, Keys: o.Keys, Readers: o.StoreReaders,
 				Duration: o.StoreDuration}},
 			{SectionStuck, ChildSpec{Workload: WorkloadStuck, Keys: o.Keys, Few: o.Events / 10, Many: o.Events}},
 			{SectionFootprint, ChildSpec{Workload: WorkloadFootprint, Pods: o.APIPods}},
 		}
 		for _, w := range specs {
+			if !o.RunsSection(w.section) {
+				continue
+			}
 			for _, c := range rotate(r.section(w.section).Contenders, run) {
 				spec := w.spec
 				spec.Contender = c
@@ -235,6 +252,9 @@ func (r *Runner) runInProcess(ctx context.Context, results Results) error {
 
 func (r *Runner) runMemoryAPI(ctx context.Context, results Results) error {
 	o := r.Options
+	if !o.RunsSection(SectionMemoryAPI) {
+		return nil
+	}
 	r.logf("section B6: reads at %d pods, %d repetitions per contender", o.ListPods, o.Runs)
 	for _, c := range r.section(SectionMemoryAPI).Contenders {
 		spec := ChildSpec{Workload: WorkloadMemoryAPI, Contender: c, Pods: o.ListPods, Reps: o.Runs,

@@ -57,6 +57,7 @@ func main() {
 	raw := flag.String("raw", "",
 		"where to save every measured value as JSON (default bin/bench-raw.json, bin/bench-quick/ with -quick)")
 	from := flag.String("from", "", "write the report and chart from values saved by -raw instead of measuring")
+	only := flag.String("only", "", "comma-separated section IDs to run (e.g. apiserver,sync-large); default all")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -71,6 +72,9 @@ func main() {
 	}
 	if *runs > 0 {
 		opts.Runs = *runs
+	}
+	if *only != "" {
+		opts.Only = strings.Split(*only, ",")
 	}
 	if *out == "" {
 		*out = filepath.Join("docs", "benchmarks.md")
