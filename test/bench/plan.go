@@ -127,11 +127,11 @@ const (
 	// with KeysLarge and KeysHuge pods stored.
 	SectionThroughputLarge = "throughput-large"
 	SectionThroughputHuge  = "throughput-huge"
-	SectionStore      = "store"
-	SectionStuck      = "stuck"
-	SectionMemoryAPI  = "memory-api"
-	SectionKinds      = "kinds"
-	SectionFootprint  = "footprint"
+	SectionStore           = "store"
+	SectionStuck           = "stuck"
+	SectionMemoryAPI       = "memory-api"
+	SectionKinds           = "kinds"
+	SectionFootprint       = "footprint"
 )
 
 func readFigures() []Figure {
