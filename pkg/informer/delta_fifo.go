@@ -431,13 +431,18 @@ func (f *DeltaFIFO) endPop(batch []poppedKey, reuse bool) {
 // hold tens of bytes per listed object for the informer's life.
 const drainedRelease = 256
 
+// drainedMapRelease is drainedRelease for the items map and queue array:
+// higher, because a burst of updates fills and drains the queue again and
+// again, and a map given back is grown anew each time.
+const drainedMapRelease = 1024
+
 // releaseDrainedLocked replaces the items map and queue array by small
 // ones when the queue is empty and they once held many keys.
 func (f *DeltaFIFO) releaseDrainedLocked() {
 	// While an initial list is streamed in (see initialStreamer) the queue
 	// drains between its parts: the map is kept for the next part, and let
 	// go at the first drain once the list has ended.
-	if len(f.queue) > 0 || f.highWater <= drainedRelease || !f.populated {
+	if len(f.queue) > 0 || f.highWater <= drainedMapRelease || !f.populated {
 		return
 	}
 	f.items = map[string]Deltas{}

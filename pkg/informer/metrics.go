@@ -424,6 +424,9 @@ type informerMetrics struct {
 }
 
 func (im *informerMetrics) active() {
+	if im == nil {
+		return
+	}
 	im.lastActivity.Store(int64(im.clock.Since(im.start)))
 }
 
@@ -499,7 +502,6 @@ func (im *informerMetrics) watchEvent(t watch.EventType) {
 	case watch.Bookmark:
 		im.watchBookmarks.Inc()
 	}
-	im.active()
 }
 
 // relist counts a list that follows the failure err of the previous

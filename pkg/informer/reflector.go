@@ -648,7 +648,14 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 			r.mu.Unlock()
 		}
 		count++
-		lastEvent = r.clock.Now()
+		if !received {
+			// The clock is read for events taken by the full select only: during
+			// a burst that is one in fullSelectEvery, so the time of the last
+			// event (for the stall timer and the activity metric) is off by at
+			// most that many events.
+			lastEvent = r.clock.Now()
+			r.opts.metrics.active()
+		}
 	}
 }
 
