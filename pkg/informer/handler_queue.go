@@ -345,7 +345,7 @@ func (r *HandlerRegistration) next(done *pendingKey) (string, *pendingKey, bool)
 			r.order = r.order[1:]
 			pk := r.pending[key]
 			delete(r.pending, key)
-			if len(r.order) == 0 && r.highWater > drainedRelease {
+			if len(r.order) == 0 && r.highWater > drainedMapRelease {
 				// Drained after a burst (an initial list): let the
 				// collector have the map and array sized for it.
 				r.pending, r.order, r.highWater = map[string]*pendingKey{}, nil, 0
