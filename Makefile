@@ -55,7 +55,7 @@ generate: controller-gen ## Generate code containing DeepCopy, DeepCopyInto, and
 # so that the library's go.mod, the one users require, lists only what pkg/... and the demo
 # operator import. Each requires the root module through `replace ... => ../..`; the targets
 # below run in every module. (`go work init . $(NESTED_MODULES)` gives an editor one workspace.)
-NESTED_MODULES = test/bench test/manifests
+NESTED_MODULES = test/bench test/manifests cmd/kubebuilder-deltacache
 
 .PHONY: fmt
 fmt: ## Run go fmt against code.
