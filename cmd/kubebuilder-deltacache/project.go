@@ -17,8 +17,9 @@ limitations under the License.
 package main
 
 import (
-	"fmt"
 	"slices"
+
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -32,11 +33,12 @@ const (
 	grafanaPresent = "grafana/controller-runtime-metrics.json"
 )
 
-// checkProject refuses a project deltacache cannot be scaffolded into: one whose plugin
-// chain lacks go/v4, and, for edit, one whose layout already holds this plugin (it was
-// initialised with it).
-func checkProject(command string, chain []string, config map[string]any) error {
-	layout := stringList(config["layout"])
+// checkProject refuses a project deltacache cannot be scaffolded into: for init, a plugin
+// chain without go/v4; for edit, a PROJECT whose layout lacks go/v4 or already holds this
+// plugin (the project was initialised with it). Edit reads the layout from the PROJECT file
+// in the universe: the config kubebuilder sends has this plugin moved to the front of the
+// layout for the duration of the call, whether it was there or not.
+func checkProject(command string, chain []string, universe map[string]string) error {
 	switch command {
 	case "init":
 		if !slices.Contains(chain, goV4Key) {
@@ -44,10 +46,19 @@ func checkProject(command string, chain []string, config map[string]any) error {
 				"(kubebuilder init --plugins go/v4,%s)", chain, goV4Key, pluginKey, pluginKey)
 		}
 	case "edit":
-		if !slices.Contains(layout, goV4Key) {
-			return fileErrorf(projectPath, "layout %v has no %s: %s edits go/v4 projects only", layout, goV4Key, pluginKey)
+		src, ok := universe[projectPath]
+		if !ok {
+			return fileErrorf(projectPath, "not found: run kubebuilder edit in the project's root")
 		}
-		if slices.Contains(layout, pluginKey) {
+		var project struct{ Layout []string }
+		if err := yaml.Unmarshal([]byte(src), &project); err != nil {
+			return fileErrorf(projectPath, "does not parse: %v", err)
+		}
+		if !slices.Contains(project.Layout, goV4Key) {
+			return fileErrorf(projectPath, "layout %v has no %s: %s edits go/v4 projects only",
+				project.Layout, goV4Key, pluginKey)
+		}
+		if slices.Contains(project.Layout, pluginKey) {
 			return fileErrorf(projectPath, "layout already has %s: the project was initialised with deltacache", pluginKey)
 		}
 	}
@@ -64,13 +75,4 @@ func usesGrafana(universe map[string]string, config map[string]any) bool {
 	plugins, _ := config["plugins"].(map[string]any)
 	_, ok := plugins[grafanaKey]
 	return ok
-}
-
-func stringList(v any) []string {
-	items, _ := v.([]any)
-	out := make([]string, 0, len(items))
-	for _, item := range items {
-		out = append(out, fmt.Sprint(item))
-	}
-	return out
 }

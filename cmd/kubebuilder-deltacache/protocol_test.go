@@ -96,12 +96,19 @@ func TestInitAddsTheDashboardNextToKubebuildersGrafanaDashboards(t *testing.T) {
 }
 
 func TestBadProjectsGetAnErrorNamingTheFileAndNoFiles(t *testing.T) {
-	layoutWithPlugin := initRequest(t)
-	layoutWithPlugin.Command = "edit"
-	layoutWithPlugin.Config["layout"] = []any{goV4Key, pluginKey}
-	notGoV4 := initRequest(t)
-	notGoV4.Command = "edit"
-	notGoV4.Config["layout"] = []any{"kustomize.common.kubebuilder.io/v2"}
+	// For edit, kubebuilder sends the config with this plugin moved to the front of the
+	// layout; the PROJECT file of the universe has the layout as it is.
+	editOf := func(layout string) external.PluginRequest {
+		req := initRequest(t)
+		req.Command = "edit"
+		req.Config["layout"] = []any{pluginKey, goV4Key}
+		req.Universe[projectPath] = strings.Replace(req.Universe[projectPath], "- go.kubebuilder.io/v4\n", layout, 1)
+		return req
+	}
+	layoutWithPlugin := editOf("- go.kubebuilder.io/v4\n- deltacache.io/v1-alpha\n")
+	notGoV4 := editOf("- kustomize.common.kubebuilder.io/v2\n")
+	noProject := editOf("")
+	delete(noProject.Universe, projectPath)
 	initWithoutGoV4 := initRequest(t)
 	initWithoutGoV4.PluginChain = []string{pluginKey}
 	noNewManager := initRequest(t, "--deltacache-replace", "../dc")
@@ -115,6 +122,7 @@ func TestBadProjectsGetAnErrorNamingTheFileAndNoFiles(t *testing.T) {
 	}{
 		"edit of a project initialised with the plugin": {layoutWithPlugin, "PROJECT: layout already has deltacache.io/v1-alpha"},
 		"edit of a project that is not go/v4":           {notGoV4, "PROJECT: layout [kustomize.common.kubebuilder.io/v2] has no go.kubebuilder.io/v4"},
+		"edit outside a project's root":                 {noProject, "PROJECT: not found"},
 		"init without go/v4":                            {initWithoutGoV4, "PROJECT: the plugin chain [deltacache.io/v1-alpha] has no go.kubebuilder.io/v4"},
 		"main.go without ctrl.NewManager":               {noNewManager, "cmd/main.go: has no `mgr, err := ctrl.NewManager("},
 		"no Makefile":                                   {noMakefile, "Makefile: not found"},

@@ -43,7 +43,7 @@ type project struct {
 // returns anything, so an error leaves the project as it was. For edit it also returns
 // go.mod and go.sum tidied; for init, go/v4 tidies after every plugin has run.
 func scaffold(p project, opts options) (map[string]string, error) {
-	if err := checkProject(p.Command, p.Chain, p.Config); err != nil {
+	if err := checkProject(p.Command, p.Chain, p.Universe); err != nil {
 		return nil, err
 	}
 	for _, path := range []string{mainGoPath, makefilePath, goModPath} {
