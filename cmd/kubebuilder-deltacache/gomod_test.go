@@ -52,7 +52,8 @@ func TestEditGoModRequiresDeltacacheAndReplacesItWithTheCheckout(t *testing.T) {
 		t.Errorf("replaces %+v, want one replace of %s with ../deltacache", f.Replace, deltacacheModule)
 	}
 	if f.Module.Mod.Path != "example.com/ref" || direct != 6 {
-		t.Errorf("module %s with %d direct requirements, want example.com/ref with kubebuilder's 5 and deltacache", f.Module.Mod.Path, direct)
+		t.Errorf("module %s with %d direct requirements, want example.com/ref with kubebuilder's 5 and deltacache",
+			f.Module.Mod.Path, direct)
 	}
 }
 
@@ -92,8 +93,9 @@ func TestTidyResolvesARelativeReplaceFromTheProjectAndWritesItBack(t *testing.T)
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		goModPath:            goMod,
-		"cmd/main.go":        "package main\n\nimport dcache \"" + cachePackage + "\"\n\nfunc main() { println(dcache.Name) }\n",
+		goModPath: goMod,
+		"cmd/main.go": "package main\n\nimport dcache \"" + cachePackage + "\"\n\n" +
+			"func main() { println(dcache.Name) }\n",
 		"bin/controller-gen": "\x7fELF not copied",
 	}
 	gotMod, gotSum, err := tidy(files, filepath.Join(root, "shop"), "../deltacache")

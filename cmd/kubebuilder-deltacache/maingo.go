@@ -47,7 +47,8 @@ func editMainGo(src string, keys []string) (string, error) {
 		return "", fileErrorf(mainGoPath, "does not parse: %v", err)
 	}
 	if !importPath(file, ctrlPackagePath) {
-		return "", fileErrorf(mainGoPath, "does not import %s (as ctrl), as kubebuilder's go/v4 scaffold does", ctrlPackagePath)
+		return "", fileErrorf(mainGoPath, "does not import %s (as ctrl), as kubebuilder's go/v4 scaffold does",
+			ctrlPackagePath)
 	}
 	if importPath(file, cachePackage) {
 		return "", fileErrorf(mainGoPath, "already imports %s: deltacache is set up in this project", cachePackage)

@@ -141,21 +141,28 @@ func TestEditMainGoRefusesAMainGoItCannotAnchorOnAndNamesTheFile(t *testing.T) {
 			strings.Replace(scaffolded, "ctrl.NewManager(", "newManager(", 1), "has no `mgr, err := ctrl.NewManager(",
 		},
 		"NewManager without an Options literal": {
-			"package main\nimport ctrl \"sigs.k8s.io/controller-runtime\"\nfunc main() {\n\tmgr, err := ctrl.NewManager(cfg, opts)\n}\n",
+			"package main\nimport ctrl \"sigs.k8s.io/controller-runtime\"\n" +
+				"func main() {\n\tmgr, err := ctrl.NewManager(cfg, opts)\n}\n",
 			"has no `mgr, err := ctrl.NewManager(",
 		},
 		"already edited": {edited, "already imports github.com/deltacache/deltacache/pkg/cache"},
 		"NewCache set by hand": {
-			strings.Replace(scaffolded, "\t\tScheme:                 scheme,\n", "\t\tScheme: scheme,\n\t\tNewCache: myCache,\n", 1),
+			strings.Replace(scaffolded, "\t\tScheme:                 scheme,\n",
+				"\t\tScheme: scheme,\n\t\tNewCache: myCache,\n", 1),
 			"already sets NewCache in ctrl.Options at line 159",
 		},
-		"no flag.Parse": {strings.Replace(scaffolded, "flag.Parse()", "flag.CommandLine.Parse(os.Args[1:])", 1), "has no flag.Parse() call"},
+		"no flag.Parse": {
+			strings.Replace(scaffolded, "flag.Parse()", "flag.CommandLine.Parse(os.Args[1:])", 1), "has no flag.Parse() call",
+		},
 		"no health checks": {
 			strings.ReplaceAll(strings.ReplaceAll(scaffolded, "AddHealthzCheck", "AddCheck"), "AddReadyzCheck", "AddCheck"),
 			"has no `if err := mgr.AddReadyzCheck(...)`",
 		},
-		"not Go":                       {"package main\nfunc main() {", "does not parse"},
-		"no controller-runtime import": {strings.Replace(scaffolded, `ctrl "sigs.k8s.io/controller-runtime"`, "", 1), "does not import sigs.k8s.io/controller-runtime"},
+		"not Go": {"package main\nfunc main() {", "does not parse"},
+		"no controller-runtime import": {
+			strings.Replace(scaffolded, `ctrl "sigs.k8s.io/controller-runtime"`, "", 1),
+			"does not import sigs.k8s.io/controller-runtime",
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, err := editMainGo(tc.src, []string{"app"})

@@ -33,19 +33,19 @@ const (
 // envtestK8sVersion replaces kubebuilder's ENVTEST_K8S_VERSION (the minor of k8s.io/api,
 // "1.37", which setup-envtest resolves by downloading an index): the script builds an exact
 // release, so it takes the patch too ("1.37.2" for k8s.io/api v0.37.2).
-const envtestK8sVersion = `#ENVTEST_K8S_VERSION is the Kubernetes version of the kube-apiserver (and the etcd it pins) that
-# hack/envtest-binaries.sh builds from the Go module proxy, derived from k8s.io/api in go.mod.
+const envtestK8sVersion = `#ENVTEST_K8S_VERSION is the Kubernetes release of the kube-apiserver (and the etcd it pins)
+# that hack/envtest-binaries.sh builds from the Go module proxy, derived from k8s.io/api.
 ENVTEST_K8S_VERSION ?= $(shell v='$(call gomodver,k8s.io/api)'; \
   [ -n "$$v" ] || { echo "Set ENVTEST_K8S_VERSION manually (k8s.io/api replace has no tag)" >&2; exit 1; }; \
   printf '%s\n' "$$v" | sed -E 's/^v?0\.([0-9]+)\.([0-9]+).*/1.\1.\2/')
 export ENVTEST_K8S_VERSION
 `
 
-const setupEnvtestRule = `setup-envtest: envtest ## Print the directory of the envtest binaries (the value for KUBEBUILDER_ASSETS).
+const setupEnvtestRule = `setup-envtest: envtest ## Print the directory of the envtest binaries (KUBEBUILDER_ASSETS).
 	@bash ` + scriptPath + ` "$(LOCALBIN)"
 `
 
-const envtestRule = `envtest: ## Build kube-apiserver and etcd for envtest from Go modules into bin/k8s/ (about 10 minutes cold, then cached per machine).
+const envtestRule = `envtest: ## Build kube-apiserver and etcd for envtest from Go modules (cached per machine).
 	@bash ` + scriptPath + ` "$(LOCALBIN)" >/dev/null
 `
 

@@ -29,7 +29,8 @@ func TestEditMakefileTakesEnvtestBinariesFromTheScriptInsteadOfSetupEnvtest(t *t
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"\tKUBEBUILDER_ASSETS=\"$$(bash hack/envtest-binaries.sh \"$(LOCALBIN)\")\" go test $$(go list ./... | grep -v /e2e) -coverprofile cover.out\n",
+		"\tKUBEBUILDER_ASSETS=\"$$(bash hack/envtest-binaries.sh \"$(LOCALBIN)\")\" go test $$(go list ./... | " +
+			"grep -v /e2e) -coverprofile cover.out\n",
 		".PHONY: setup-envtest\n" + setupEnvtestRule,
 		".PHONY: envtest\n" + envtestRule + "\n.PHONY: golangci-lint\n",
 		"\nexport ENVTEST_K8S_VERSION\n",
@@ -73,14 +74,18 @@ func TestEditMakefileRefusesAMakefileWithoutKubebuildersRulesAndNamesIt(t *testi
 		t.Fatal(err)
 	}
 	for name, tc := range map[string]struct{ src, want string }{
-		"already edited":        {edited, "already uses hack/envtest-binaries.sh"},
-		"no envtest rule":       {strings.Replace(scaffolded, "\nenvtest: $(ENVTEST)", "\ntools: $(ENVTEST)", 1), `has no "envtest" rule`},
-		"no setup-envtest rule": {strings.Replace(scaffolded, "\nsetup-envtest: envtest", "\nsetup: envtest", 1), `has no "setup-envtest" rule`},
+		"already edited": {edited, "already uses hack/envtest-binaries.sh"},
+		"no envtest rule": {
+			strings.Replace(scaffolded, "\nenvtest: $(ENVTEST)", "\ntools: $(ENVTEST)", 1), `has no "envtest" rule`,
+		},
+		"no setup-envtest rule": {
+			strings.Replace(scaffolded, "\nsetup-envtest: envtest", "\nsetup: envtest", 1), `has no "setup-envtest" rule`,
+		},
 		"no ENVTEST_K8S_VERSION": {
 			strings.Replace(scaffolded, "ENVTEST_K8S_VERSION ?=", "K8S_VERSION ?=", 1), "has no ENVTEST_K8S_VERSION assignment",
 		},
 		"test recipe changed": {
-			strings.Replace(scaffolded, `KUBEBUILDER_ASSETS="$(shell "$(ENVTEST)" use`, `KUBEBUILDER_ASSETS="$(shell "$(ENVTEST)" --use`, 1),
+			strings.Replace(scaffolded, `"$(ENVTEST)" use`, `"$(ENVTEST)" --use`, 1),
 			"the test recipe does not set KUBEBUILDER_ASSETS",
 		},
 	} {

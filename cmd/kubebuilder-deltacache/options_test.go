@@ -27,9 +27,15 @@ func TestParseOptionsReadsItsFlagsAmongKubebuildersAndDefaultsTheLabelKeys(t *te
 		args []string
 		want options
 	}{
-		"none":      {nil, options{LabelKeys: []string{"app"}}},
-		"separated": {[]string{"--domain", "example.com", "--label-indexes", "app,tier", "--deltacache-replace", "../dc"}, options{LabelKeys: []string{"app", "tier"}, Replace: "../dc"}},
-		"with =":    {[]string{"--label-indexes=app.kubernetes.io/name, tier", "--multigroup", "--repo", "x"}, options{LabelKeys: []string{"app.kubernetes.io/name", "tier"}}},
+		"none": {nil, options{LabelKeys: []string{"app"}}},
+		"separated": {
+			[]string{"--domain", "example.com", "--label-indexes", "app,tier", "--deltacache-replace", "../dc"},
+			options{LabelKeys: []string{"app", "tier"}, Replace: "../dc"},
+		},
+		"with =": {
+			[]string{"--label-indexes=app.kubernetes.io/name, tier", "--multigroup", "--repo", "x"},
+			options{LabelKeys: []string{"app.kubernetes.io/name", "tier"}},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := parseOptions(tc.args)
@@ -48,9 +54,11 @@ func TestParseOptionsRefusesBadLabelKeysAndMissingValues(t *testing.T) {
 		args []string
 		want string
 	}{
-		"invalid key":    {[]string{"--label-indexes", "app,-bad-"}, `--label-indexes: "-bad-" is not a valid label key`},
-		"no key":         {[]string{"--label-indexes", ","}, "--label-indexes: give at least one label key"},
-		"missing value":  {[]string{"--deltacache-replace", "--label-indexes", "app"}, "flag --deltacache-replace needs a value"},
+		"invalid key": {[]string{"--label-indexes", "app,-bad-"}, `--label-indexes: "-bad-" is not a valid label key`},
+		"no key":      {[]string{"--label-indexes", ","}, "--label-indexes: give at least one label key"},
+		"missing value": {
+			[]string{"--deltacache-replace", "--label-indexes", "app"}, "flag --deltacache-replace needs a value",
+		},
 		"last, no value": {[]string{"--label-indexes"}, "flag --label-indexes needs a value"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -52,12 +52,14 @@ func initRequest(t *testing.T, args ...string) external.PluginRequest {
 }
 
 func TestInitScaffoldsEveryFileOfTheSetupAndNothingElse(t *testing.T) {
-	res := handle(initRequest(t, "--domain", "example.com", "--label-indexes", "app,tier", "--deltacache-replace", "../dc"), t.TempDir())
+	req := initRequest(t, "--domain", "example.com", "--label-indexes", "app,tier", "--deltacache-replace", "../dc")
+	res := handle(req, t.TempDir())
 	if res.Error {
 		t.Fatalf("init failed: %v", res.ErrorMsgs)
 	}
 	want := []string{
-		makefilePath, mainGoPath, goModPath, scriptPath, "internal/deltacache/cache_test.go", "internal/deltacache/suite_test.go",
+		makefilePath, mainGoPath, goModPath, scriptPath,
+		"internal/deltacache/cache_test.go", "internal/deltacache/suite_test.go",
 	}
 	if got := slices.Sorted(maps.Keys(res.Universe)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Fatalf("universe %v, want %v", got, want)
@@ -112,7 +114,8 @@ func TestBadProjectsGetAnErrorNamingTheFileAndNoFiles(t *testing.T) {
 	initWithoutGoV4 := initRequest(t)
 	initWithoutGoV4.PluginChain = []string{pluginKey}
 	noNewManager := initRequest(t, "--deltacache-replace", "../dc")
-	noNewManager.Universe[mainGoPath] = strings.Replace(noNewManager.Universe[mainGoPath], "ctrl.NewManager(", "newManager(", 1)
+	noNewManager.Universe[mainGoPath] = strings.Replace(noNewManager.Universe[mainGoPath],
+		"ctrl.NewManager(", "newManager(", 1)
 	noMakefile := initRequest(t, "--deltacache-replace", "../dc")
 	delete(noMakefile.Universe, makefilePath)
 	badFlag := initRequest(t, "--label-indexes", "-x-")
@@ -120,13 +123,19 @@ func TestBadProjectsGetAnErrorNamingTheFileAndNoFiles(t *testing.T) {
 		req  external.PluginRequest
 		want string
 	}{
-		"edit of a project initialised with the plugin": {layoutWithPlugin, "PROJECT: layout already has deltacache.io/v1-alpha"},
-		"edit of a project that is not go/v4":           {notGoV4, "PROJECT: layout [kustomize.common.kubebuilder.io/v2] has no go.kubebuilder.io/v4"},
-		"edit outside a project's root":                 {noProject, "PROJECT: not found"},
-		"init without go/v4":                            {initWithoutGoV4, "PROJECT: the plugin chain [deltacache.io/v1-alpha] has no go.kubebuilder.io/v4"},
-		"main.go without ctrl.NewManager":               {noNewManager, "cmd/main.go: has no `mgr, err := ctrl.NewManager("},
-		"no Makefile":                                   {noMakefile, "Makefile: not found"},
-		"invalid label key":                             {badFlag, `--label-indexes: "-x-" is not a valid label key`},
+		"edit of a project initialised with the plugin": {
+			layoutWithPlugin, "PROJECT: layout already has deltacache.io/v1-alpha",
+		},
+		"edit of a project that is not go/v4": {
+			notGoV4, "PROJECT: layout [kustomize.common.kubebuilder.io/v2] has no go.kubebuilder.io/v4",
+		},
+		"edit outside a project's root": {noProject, "PROJECT: not found"},
+		"init without go/v4": {
+			initWithoutGoV4, "PROJECT: the plugin chain [deltacache.io/v1-alpha] has no go.kubebuilder.io/v4",
+		},
+		"main.go without ctrl.NewManager": {noNewManager, "cmd/main.go: has no `mgr, err := ctrl.NewManager("},
+		"no Makefile":                     {noMakefile, "Makefile: not found"},
+		"invalid label key":               {badFlag, `--label-indexes: "-x-" is not a valid label key`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := handle(tc.req, t.TempDir())
@@ -148,14 +157,16 @@ func TestFlagsAndMetadataAnswerPerSubcommand(t *testing.T) {
 			names = append(names, f.Name)
 		}
 		if !slices.Equal(names, []string{flagLabelIndexes, flagReplace}) || res.Flags[0].Default != defaultLabelIndexes {
-			t.Errorf("flags %s: %+v, want label-indexes (default %q) and deltacache-replace", sub, res.Flags, defaultLabelIndexes)
+			t.Errorf("flags %s: %+v, want label-indexes (default %q) and deltacache-replace",
+				sub, res.Flags, defaultLabelIndexes)
 		}
 		meta := handle(external.PluginRequest{Command: "metadata", Args: []string{sub}}, "").Metadata
 		if !strings.Contains(meta.Examples, "--plugins") || !strings.Contains(meta.Description, "NewCache") {
 			t.Errorf("metadata %s: %+v", sub, meta)
 		}
 	}
-	if res := handle(external.PluginRequest{Command: "flags", Args: []string{"--api"}}, ""); len(res.Flags) != 0 || res.Error {
+	res := handle(external.PluginRequest{Command: "flags", Args: []string{"--api"}}, "")
+	if len(res.Flags) != 0 || res.Error {
 		t.Errorf("flags --api: %+v, want no flags and no error", res)
 	}
 }

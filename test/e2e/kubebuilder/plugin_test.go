@@ -31,7 +31,9 @@ const (
 	repo   = "example.com/shop"
 )
 
-var createAPI = []string{"create", "api", "--group", "shop", "--version", "v1", "--kind", "Cart", "--resource", "--controller"}
+var createAPI = []string{
+	"create", "api", "--group", "shop", "--version", "v1", "--kind", "Cart", "--resource", "--controller",
+}
 
 func TestInitWithThePluginThenCreateAPIGivesAProjectWhoseMakeTestRunsOnDeltacache(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "shop")
@@ -40,7 +42,8 @@ func TestInitWithThePluginThenCreateAPIGivesAProjectWhoseMakeTestRunsOnDeltacach
 	}
 	kubebuilder(t, dir, "init", "--plugins", "go/v4,"+plugin, "--domain", "example.com", "--repo", repo,
 		"--label-indexes", "app,tier", "--deltacache-replace", repoRoot)
-	if project := readFile(t, dir, "PROJECT"); !strings.Contains(project, "layout:\n- go.kubebuilder.io/v4\n- "+plugin+"\n") {
+	project := readFile(t, dir, "PROJECT")
+	if !strings.Contains(project, "layout:\n- go.kubebuilder.io/v4\n- "+plugin+"\n") {
 		t.Fatalf("PROJECT does not record %s in its layout:\n%s", plugin, project)
 	}
 
@@ -65,9 +68,11 @@ func TestEditWithThePluginAndGrafanaGivesAProjectWhoseMakeTestRunsOnDeltacache(t
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubebuilder(t, dir, "edit", "--plugins", "grafana/v1-alpha,"+plugin, "--label-indexes", "tier", "--deltacache-replace", replace)
+	kubebuilder(t, dir, "edit", "--plugins", "grafana/v1-alpha,"+plugin,
+		"--label-indexes", "tier", "--deltacache-replace", replace)
 
-	if got, want := readFile(t, dir, "grafana/deltacache-informers.json"), readFile(t, repoRoot, "grafana/deltacache-informers.json"); got != want {
+	dashboard := "grafana/deltacache-informers.json"
+	if readFile(t, dir, dashboard) != readFile(t, repoRoot, dashboard) {
 		t.Errorf("grafana/deltacache-informers.json differs from the repository's")
 	}
 	readFile(t, dir, "grafana/controller-runtime-metrics.json")
@@ -111,7 +116,8 @@ func TestBadInputsFailNamingTheFileAndChangeNoFile(t *testing.T) {
 		}
 		kubebuilder(t, dir, "init", "--domain", "example.com", "--repo", repo)
 		mainGo := readFile(t, dir, "cmd/main.go")
-		edited := strings.Replace(mainGo, "ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{", "newManager(ctrl.GetConfigOrDie(), ctrl.Options{", 1)
+		edited := strings.Replace(mainGo, "ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{",
+			"newManager(ctrl.GetConfigOrDie(), ctrl.Options{", 1)
 		if edited == mainGo {
 			t.Fatal("kubebuilder's cmd/main.go has no `ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{`")
 		}
@@ -129,7 +135,8 @@ func TestBadInputsFailNamingTheFileAndChangeNoFile(t *testing.T) {
 // each of that suite's specs run.
 func requireDeltacacheProject(t *testing.T, dir, labelIndexes, replace string) {
 	t.Helper()
-	if goMod := readFile(t, dir, "go.mod"); !strings.Contains(goMod, "replace github.com/deltacache/deltacache => "+replace+"\n") {
+	goMod := readFile(t, dir, "go.mod")
+	if !strings.Contains(goMod, "replace github.com/deltacache/deltacache => "+replace+"\n") {
 		t.Errorf("go.mod has no replace of deltacache with %s:\n%s", replace, goMod)
 	}
 	mainGo := readFile(t, dir, "cmd/main.go")
@@ -146,7 +153,9 @@ func requireDeltacacheProject(t *testing.T, dir, labelIndexes, replace string) {
 
 	mustRun(t, dir, "make", "build")
 	help := run(t, dir, filepath.Join(dir, "bin", "manager"), "--help").Output
-	for _, want := range []string{"-label-indexes string", `(default "` + labelIndexes + `")`, "-informer-stall-timeout duration"} {
+	for _, want := range []string{
+		"-label-indexes string", `(default "` + labelIndexes + `")`, "-informer-stall-timeout duration",
+	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("bin/manager --help lacks %q:\n%s", want, help)
 		}
@@ -159,7 +168,8 @@ func requireDeltacacheProject(t *testing.T, dir, labelIndexes, replace string) {
 		}
 	}
 	if strings.Contains(out, "setup-envtest use") || !strings.Contains(out, "bin/k8s/") {
-		t.Errorf("make test should take the control plane from hack/envtest-binaries.sh (bin/k8s/), not setup-envtest:\n%s", out)
+		t.Errorf("make test should take the control plane from hack/envtest-binaries.sh (bin/k8s/), "+
+			"not from setup-envtest:\n%s", out)
 	}
 
 	// The suite's specs, verbosely: each ran and passed.
