@@ -53,6 +53,11 @@ func editMainGo(src string, keys []string) (string, error) {
 	if importPath(file, cachePackage) {
 		return "", fileErrorf(mainGoPath, "already imports %s: deltacache is set up in this project", cachePackage)
 	}
+	for _, name := range addedNames {
+		if usesName(file, name) {
+			return "", fileErrorf(mainGoPath, "already uses the name %s, which deltacache's setup declares", name)
+		}
+	}
 	mainFunc := findMain(file)
 	if mainFunc == nil {
 		return "", fileErrorf(mainGoPath, "has no func main")
@@ -90,6 +95,21 @@ func editMainGo(src string, keys []string) (string, error) {
 		return "", fileErrorf(mainGoPath, "the edited file does not format: %v", err)
 	}
 	return string(out), nil
+}
+
+// addedNames are the identifiers the setup declares in main.go.
+var addedNames = []string{"labelIndexes", "informerStallTimeout", "labelKeys"}
+
+// usesName reports whether an identifier called name appears anywhere in file.
+func usesName(file *ast.File, name string) bool {
+	found := false
+	ast.Inspect(file, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && id.Name == name {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // findMain returns the file's func main, or nil.

@@ -158,6 +158,10 @@ func TestEditMainGoRefusesAMainGoItCannotAnchorOnAndNamesTheFile(t *testing.T) {
 			strings.ReplaceAll(strings.ReplaceAll(scaffolded, "AddHealthzCheck", "AddCheck"), "AddReadyzCheck", "AddCheck"),
 			"has no `if err := mgr.AddReadyzCheck(...)`",
 		},
+		"a name the setup declares": {
+			strings.Replace(scaffolded, "var probeAddr string", "var probeAddr, labelIndexes string", 1),
+			"already uses the name labelIndexes",
+		},
 		"not Go": {"package main\nfunc main() {", "does not parse"},
 		"no controller-runtime import": {
 			strings.Replace(scaffolded, `ctrl "sigs.k8s.io/controller-runtime"`, "", 1),
