@@ -140,8 +140,12 @@ func requireDeltacacheProject(t *testing.T, dir, labelIndexes, replace string) {
 		t.Errorf("go.mod has no replace of deltacache with %s:\n%s", replace, goMod)
 	}
 	mainGo := readFile(t, dir, "cmd/main.go")
+	newCache := regexp.MustCompile(`\n\t\tNewCache: +` +
+		regexp.QuoteMeta(`dcache.NewWith(dcache.WithLabelIndexes(labelKeys(labelIndexes)...)),`) + `\n`)
+	if !newCache.MatchString(mainGo) {
+		t.Errorf("cmd/main.go does not set NewCache to deltacache's cache with the --label-indexes keys:\n%s", mainGo)
+	}
 	for _, want := range []string{
-		"NewCache: dcache.NewWith(dcache.WithLabelIndexes(labelKeys(labelIndexes)...)),",
 		`flag.StringVar(&labelIndexes, "label-indexes", "` + labelIndexes + `",`,
 		`mgr.AddReadyzCheck("informers", dcache.ReadyzCheck(mgr.GetCache()))`,
 		`mgr.AddHealthzCheck("informers", dcache.HealthzCheck(mgr.GetCache(), informerStallTimeout))`,
@@ -173,7 +177,7 @@ func requireDeltacacheProject(t *testing.T, dir, labelIndexes, replace string) {
 	}
 
 	// The suite's specs, verbosely: each ran and passed.
-	verbose := mustRun(t, dir, "go", "test", "./internal/deltacache/", "-count=1", "-v", "-ginkgo.v")
+	verbose := mustRun(t, dir, "go", "test", "./internal/deltacache/", "-count=1", "-v", "-ginkgo.v", "-ginkgo.no-color")
 	for _, want := range []string{
 		"The manager's cache is deltacache's",
 		"The manager's cache answers a List by an indexed label from the label index, not by a scan",
