@@ -20,6 +20,8 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -175,5 +177,34 @@ func TestEditMainGoRefusesAMainGoItCannotAnchorOnAndNamesTheFile(t *testing.T) {
 				t.Fatalf("got (%d bytes, %v), want an error on %s containing %q", len(out), err, mainGoPath, tc.want)
 			}
 		})
+	}
+}
+
+// TestScaffoldedLabelKeysSplitsTheFlagValue runs the labelKeys function the setup appends to
+// main.go on values a user may pass to --label-indexes.
+func TestScaffoldedLabelKeysSplitsTheFlagValue(t *testing.T) {
+	dir := t.TempDir()
+	program := "package main\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n)\n" + labelKeysFunc + `
+func main() {
+	for _, v := range []string{"app,tier", "app, tier,,x", "", " , "} {
+		fmt.Printf("%q\n", labelKeys(v))
+	}
+}
+`
+	for name, content := range map[string]string{"go.mod": "module labelkeys\n\ngo 1.26.0\n", "main.go": program} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "run", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go run: %v\n%s", err, out)
+	}
+	want := "[\"app\" \"tier\"]\n[\"app\" \"tier\" \"x\"]\n[]\n[]\n"
+	if string(out) != want {
+		t.Errorf("labelKeys printed\n%s\nwant\n%s", out, want)
 	}
 }
