@@ -130,9 +130,9 @@ func TestBadInputsFailNamingTheFileAndChangeNoFile(t *testing.T) {
 }
 
 // requireDeltacacheProject checks a project the plugin set up: go.mod and cmd/main.go say
-// what the plugin was given, the manager builds and has deltacache's flags, and the
-// project's own `make test` passes offline, the plugin's suite among its packages, with
-// each of that suite's specs run.
+// what the plugin was given, the manager builds, has deltacache's flags and serves its
+// informer checks, and the project's own `make test` passes offline, the plugin's suite
+// among its packages, with each of that suite's specs run.
 func requireDeltacacheProject(t *testing.T, dir, labelIndexes, replace string) {
 	t.Helper()
 	goMod := readFile(t, dir, "go.mod")
@@ -175,6 +175,8 @@ func requireDeltacacheProject(t *testing.T, dir, labelIndexes, replace string) {
 		t.Errorf("make test should take the control plane from hack/envtest-binaries.sh (bin/k8s/), "+
 			"not from setup-envtest:\n%s", out)
 	}
+
+	requireManagerServesInformerChecks(t, dir, "Cart.v1.shop.example.com")
 
 	// The suite's specs, verbosely: each ran and passed.
 	verbose := mustRun(t, dir, "go", "test", "./internal/deltacache/", "-count=1", "-v", "-ginkgo.v", "-ginkgo.no-color")
