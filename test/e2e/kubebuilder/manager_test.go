@@ -77,7 +77,9 @@ func requireManagerServesInformerChecks(t *testing.T, dir, kindKey string) {
 	defer func() {
 		_ = manager.Process.Signal(syscall.SIGTERM)
 		_ = manager.Wait()
-		t.Logf("bin/manager output:\n%s", logs.String())
+		if t.Failed() {
+			t.Logf("bin/manager output:\n%s", logs.String())
+		}
 	}()
 
 	for _, path := range []string{"/readyz/informers", "/healthz/informers"} {

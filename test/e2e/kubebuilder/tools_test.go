@@ -30,6 +30,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // kubebuilderVersion is the kubebuilder the plugin is tested with.
@@ -44,6 +47,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime's logger; the test reports what matters itself.
+	ctrllog.SetLogger(logr.Discard())
 	tmp, err := os.MkdirTemp("", "deltacache-kubebuilder-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
