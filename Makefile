@@ -55,7 +55,7 @@ generate: controller-gen ## Generate code containing DeepCopy, DeepCopyInto, and
 # so that the library's go.mod, the one users require, lists only what pkg/... and the demo
 # operator import. Each requires the root module through `replace ... => ../..`; the targets
 # below run in every module. (`go work init . $(NESTED_MODULES)` gives an editor one workspace.)
-NESTED_MODULES = test/bench test/manifests
+NESTED_MODULES = test/bench test/manifests cmd/kubebuilder-deltacache
 
 .PHONY: fmt
 fmt: ## Run go fmt against code.
@@ -91,6 +91,15 @@ test-e2e: manifests generate fmt vet envtest build ## Run the end-to-end suite: 
 	KUBEBUILDER_ASSETS="$$assets" MANAGER_BINARY="$(LOCALBIN)/manager" go test -tags=e2e ./test/e2e/ -v -ginkgo.v -timeout 15m; \
 	echo "Again with compact storage off (DELTACACHE_STORAGE=Decoded)"; \
 	KUBEBUILDER_ASSETS="$$assets" MANAGER_BINARY="$(LOCALBIN)/manager" DELTACACHE_STORAGE=Decoded go test -count=1 -tags=e2e ./test/e2e/ -timeout 15m
+	@$(MAKE) --no-print-directory test-e2e-plugin
+
+# The kubebuilder plugin's e2e suite installs kubebuilder v4.16.0 (pinned in the suite) with `go install`
+# (cached in ~/.cache/deltacache/kubebuilder/) and the plugin as the README says, scaffolds
+# projects with it (init, edit, create api) and runs their own `make test`, which takes the
+# control plane from the envtest cache `make envtest` fills.
+.PHONY: test-e2e-plugin
+test-e2e-plugin: envtest ## Run the kubebuilder plugin's end-to-end suite: scaffold projects and run their make test.
+	go test -tags=e2e ./test/e2e/kubebuilder/ -v -count=1 -timeout 40m
 
 # `make soak` runs the cache on the local control plane behind a fault-injecting TCP proxy
 # (connection cuts, blackholes, a slow link) while writers churn Pods, ConfigMaps and Apps, then
