@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -88,6 +89,8 @@ type ReflectorOptions struct {
 	WatchListTimeout time.Duration
 	// ListProgressInterval: see Options.ListProgressInterval.
 	ListProgressInterval time.Duration
+	// ShardSelector: see Options.ShardSelector; nil = every object.
+	ShardSelector *ShardSelector
 
 	// metrics are the informer's series; nil outside an informer.
 	metrics *informerMetrics
@@ -158,6 +161,11 @@ type Reflector struct {
 
 	// relistRequests holds a pending RequestRelist (buffer of one).
 	relistRequests chan string
+
+	// shard is the shard selector of the next requests (nil: everything);
+	// serverSharding a ServerSharding, learnt from the first sharded list.
+	shard          atomic.Pointer[ShardSelector]
+	serverSharding atomic.Int32
 }
 
 // RequestRelist makes the Reflector end its watch and relist with a
@@ -202,6 +210,7 @@ func NewReflector(
 		r.name = objectTypeName(expectedType)
 	}
 	r.backoff = newBackoffState(opts.Backoff, r.clock, nil)
+	r.shard.Store(opts.ShardSelector)
 	r.handlerView = sync.OnceValue(func() *toolscache.Reflector {
 		return toolscache.NewReflectorWithOptions(nil, expectedType, nil, toolscache.ReflectorOptions{
 			Name: r.name, TypeDescription: objectTypeName(expectedType), Clock: r.clock,
@@ -340,6 +349,7 @@ func (r *Reflector) transformed(ctx context.Context, obj runtime.Object) (runtim
 // list runs one consistent, paginated LIST and replaces the store with it.
 func (r *Reflector) list(ctx context.Context) error {
 	start := r.clock.Now()
+	sel := r.shard.Load()
 	opts := metav1.ListOptions{ResourceVersion: "", Limit: r.opts.PageSize}
 	var items []any
 	var rv string
@@ -348,6 +358,7 @@ func (r *Reflector) list(ctx context.Context) error {
 	progress := r.newListProgress(ctx, false)
 	for {
 		r.opts.metrics.listRequest()
+		r.shardOptions(&opts, sel)
 		obj, err := r.lw.ListWithContext(ctx, opts)
 		if err != nil {
 			if opts.Continue != "" && !restarted && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
@@ -372,7 +383,13 @@ func (r *Reflector) list(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("unable to extract items of %T: %w", obj, err)
 		}
+		if pages == 1 {
+			r.learnServerSharding(ctx, sel, obj)
+		}
 		for _, o := range part {
+			if !r.keep(sel, o) {
+				continue
+			}
 			if o, ok := r.transformed(ctx, o); ok {
 				items = append(items, o)
 			}
@@ -440,11 +457,13 @@ func (r *Reflector) watchLoop(ctx context.Context, open *openWatch) error {
 			w, timeoutSeconds = open.w, open.timeoutSeconds
 			open = nil
 		} else {
-			w, err = r.lw.WatchWithContext(ctx, metav1.ListOptions{
+			opts := metav1.ListOptions{
 				ResourceVersion:     r.LastSyncResourceVersion(),
 				AllowWatchBookmarks: true,
 				TimeoutSeconds:      &timeoutSeconds,
-			})
+			}
+			r.shardOptions(&opts, r.shard.Load())
+			w, err = r.lw.WatchWithContext(ctx, opts)
 		}
 		if err != nil {
 			if isContextError(ctx, err) {
@@ -562,6 +581,10 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 		}
 		rv := m.GetResourceVersion()
 		if e.Type != watch.Bookmark {
+			if !r.keep(r.shard.Load(), e.Object) {
+				r.advanceRV(rv)
+				continue
+			}
 			obj, ok := r.transformed(ctx, e.Object)
 			if !ok {
 				continue
@@ -587,13 +610,18 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 		if err != nil {
 			log.Error(err, "unable to queue watch event", "reflector", r.name, "eventType", e.Type)
 		}
-		if rv != "" {
-			r.mu.Lock()
-			r.lastRV = rv
-			r.mu.Unlock()
-		}
+		r.advanceRV(rv)
 		count++
 		lastEvent = r.clock.Now()
+	}
+}
+
+// advanceRV records rv ("" is ignored) as the last RV seen.
+func (r *Reflector) advanceRV(rv string) {
+	if rv != "" {
+		r.mu.Lock()
+		r.lastRV = rv
+		r.mu.Unlock()
 	}
 }
 

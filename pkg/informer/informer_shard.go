@@ -1,0 +1,47 @@
+package informer
+
+// ShardSelector returns the informer's current shard selector (nil: every
+// object).
+func (s *SharedIndexInformer) ShardSelector() *ShardSelector { return s.shard.Load() }
+
+// ServerSharding reports what the informer learnt of the server's support
+// for shardSelector (ServerShardingUnknown before its first sharded list).
+func (s *SharedIndexInformer) ServerSharding() ServerSharding {
+	if r := s.getReflector(); r != nil {
+		return r.ServerSharding()
+	}
+	return ServerShardingUnknown
+}
+
+// SetShardSelector moves the informer to another shard (nil: every object),
+// before or after Run:
+//
+//  1. objects sel does not select are evicted from the store without a
+//     Delete notification to the handlers (DeltaFIFO.SetFilter): a hand-off
+//     to another replica is not a deletion;
+//  2. the Reflector relists and watches with sel: objects that sel adds reach
+//     the handlers as Adds (isInInitialList false once the informer synced),
+//     the others as usual.
+//
+// Setting the selector it already has does nothing. Readers see a store
+// that holds, at every moment, a subset of the union of the old and the new
+// shard; it holds exactly the new shard once the relist is installed.
+func (s *SharedIndexInformer) SetShardSelector(sel *ShardSelector) {
+	s.shardMu.Lock()
+	defer s.shardMu.Unlock()
+	if old := s.shard.Swap(sel); old.Equal(sel) {
+		return
+	}
+	var keep func(obj any) bool
+	if sel != nil {
+		keep = sel.Matches
+	}
+	// The FIFO first: from now on nothing outside sel enters, and what is
+	// stored outside it is evicted; then the Reflector lists sel.
+	s.fifo.SetFilter(keep)
+	// Run reads s.shard and builds the Reflector under s.mu: a Reflector
+	// built after the Swap has sel already.
+	if r := s.getReflector(); r != nil {
+		r.SetShardSelector(sel)
+	}
+}
