@@ -13,10 +13,10 @@ import toolscache "k8s.io/client-go/tools/cache"
 //     in place of what was queued: the consumer removes it from the store
 //     without notifying anybody (a shard hand-off is not a deletion).
 //
-// It returns the number of keys given an Evicted delta. Like Replace, it
+// It returns the keys given an Evicted delta. Like Replace, it
 // first waits until no key is being processed, so the known objects it
 // consults are current. keep must be cheap and must not call the FIFO.
-func (f *DeltaFIFO) SetFilter(keep func(obj any) bool) int {
+func (f *DeltaFIFO) SetFilter(keep func(obj any) bool) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for f.processing {
@@ -24,9 +24,9 @@ func (f *DeltaFIFO) SetFilter(keep func(obj any) bool) int {
 	}
 	f.filter = keep
 	if keep == nil {
-		return 0
+		return nil
 	}
-	evicted := 0
+	var evicted []string
 	for key, ds := range f.items {
 		obj := ds.Newest().Object
 		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
@@ -36,7 +36,7 @@ func (f *DeltaFIFO) SetFilter(keep func(obj any) bool) int {
 			continue
 		}
 		f.items[key] = append(ds[:0], Delta{Type: Evicted, Object: obj})
-		evicted++
+		evicted = append(evicted, key)
 	}
 	if f.known == nil {
 		return evicted
@@ -50,7 +50,7 @@ func (f *DeltaFIFO) SetFilter(keep func(obj any) bool) int {
 			continue
 		}
 		f.appendLocked(key, Delta{Type: Evicted, Object: obj})
-		evicted++
+		evicted = append(evicted, key)
 	}
 	return evicted
 }

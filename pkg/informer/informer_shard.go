@@ -1,5 +1,10 @@
 package informer
 
+import (
+	"context"
+	"time"
+)
+
 // ShardSelector returns the informer's current shard selector (nil: every
 // object).
 func (s *SharedIndexInformer) ShardSelector() *ShardSelector { return s.shard.Load() }
@@ -23,14 +28,16 @@ func (s *SharedIndexInformer) ServerSharding() ServerSharding {
 //     the handlers as Adds (isInInitialList false once the informer synced),
 //     the others as usual.
 //
-// Setting the selector it already has does nothing. Readers see a store
-// that holds, at every moment, a subset of the union of the old and the new
-// shard; it holds exactly the new shard once the relist is installed.
-func (s *SharedIndexInformer) SetShardSelector(sel *ShardSelector) {
+// It returns once the evicted objects are out of the store (at once before
+// Run), or with ctx's error if ctx ends first (the eviction goes on). Setting
+// the selector it already has does nothing. Readers see a store that holds,
+// at every moment, a subset of the union of the old and the new shard; it
+// holds exactly the new shard once the relist is installed.
+func (s *SharedIndexInformer) SetShardSelector(ctx context.Context, sel *ShardSelector) error {
 	s.shardMu.Lock()
 	defer s.shardMu.Unlock()
 	if old := s.shard.Swap(sel); old.Equal(sel) {
-		return
+		return nil
 	}
 	var keep func(obj any) bool
 	if sel != nil {
@@ -38,10 +45,41 @@ func (s *SharedIndexInformer) SetShardSelector(sel *ShardSelector) {
 	}
 	// The FIFO first: from now on nothing outside sel enters, and what is
 	// stored outside it is evicted; then the Reflector lists sel.
-	s.fifo.SetFilter(keep)
+	evicted := s.fifo.SetFilter(keep)
 	// Run reads s.shard and builds the Reflector under s.mu: a Reflector
 	// built after the Swap has sel already.
-	if r := s.getReflector(); r != nil {
+	r := s.getReflector()
+	if r != nil {
 		r.SetShardSelector(sel)
 	}
+	if r == nil && len(evicted) > 0 {
+		// Not running: nobody pops the evictions, and the store is empty anyway
+		// unless filled by hand.
+		return nil
+	}
+	return s.awaitGone(ctx, evicted)
+}
+
+// awaitGone waits until none of keys is in the store. The informer loop pops
+// the Evicted deltas in queue order; a key cannot come back meanwhile (the
+// FIFO's filter rejects it).
+func (s *SharedIndexInformer) awaitGone(ctx context.Context, keys []string) error {
+	const poll = 10 * time.Millisecond
+	for len(keys) > 0 {
+		if _, ok, _ := s.indexer.GetByKey(keys[len(keys)-1]); !ok {
+			keys = keys[:len(keys)-1]
+			continue
+		}
+		if s.IsStopped() {
+			return nil
+		}
+		t := s.clock.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
+	return nil
 }

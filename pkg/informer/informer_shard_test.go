@@ -147,7 +147,12 @@ func TestSetShardSelectorEvictsWithoutDeleteAndDeliversTheNewShardAsAdds(t *test
 			startInformer(t, s)
 			waitSynced(t, reg.HasSyncedChecker())
 
-			s.SetShardSelector(upperHalf)
+			must(t, s.SetShardSelector(testCtx(t), upperHalf))
+			for _, key := range []string{"a/low-0", "a/low-1"} { // evicted before SetShardSelector returned
+				if _, ok, _ := s.GetStore().GetByKey(key); ok {
+					t.Errorf("%s is still stored after SetShardSelector returned", key)
+				}
+			}
 			eventually(t, 10*time.Second, "the upper half", func() bool {
 				return len(rec.forKey("a/high-0")) == 1 && len(rec.forKey("a/high-1")) == 1
 			})
@@ -181,7 +186,7 @@ func TestEmptyShardSelectorHoldsNothing(t *testing.T) {
 	if n := len(s.GetStore().List()); n != 0 || rec.count() != 0 {
 		t.Fatalf("store holds %d objects, handler got %v", n, rec.all())
 	}
-	s.SetShardSelector(nil)
+	must(t, s.SetShardSelector(testCtx(t), nil))
 	eventually(t, 10*time.Second, "every pod", func() bool { return rec.count() == 4 })
 	equalStrings(t, "store", names(s.GetStore().List()), []string{"a/high-0", "a/high-1", "a/low-0", "a/low-1"})
 }
@@ -196,9 +201,9 @@ func TestDeltaFIFOSetFilterEvictsQueuedAndStoredKeysAndReplaceGivesThemNoTombsto
 	must(t, f.Add(shardPod("a", "queued-low", low[1])))
 	must(t, f.Add(shardPod("a", "queued-high", high[1])))
 
-	if n := f.SetFilter(upperHalf.Matches); n != 2 {
-		t.Errorf("SetFilter evicted %d keys, want 2", n)
-	}
+	evicted := f.SetFilter(upperHalf.Matches)
+	sortStrings(evicted)
+	equalStrings(t, "evicted", evicted, []string{"a/queued-low", "a/stored-low"})
 	// Filtered out from now on: an add, and the low pods of a relist.
 	must(t, f.Add(shardPod("a", "late-low", uidsIn(lowerHalf, true, 3)[2])))
 	must(t, f.Replace([]any{
