@@ -175,6 +175,8 @@ func (r *Ring) Run(ctx context.Context) error {
 	}
 	log = log.WithValues("ring", r.opts.Name, "identity", r.opts.Identity)
 	ctx = logr.NewContext(ctx, log)
+	DefaultMetrics.add(r)
+	defer DefaultMetrics.remove(r)
 	ticker := r.clock.NewTicker(r.opts.RenewInterval)
 	defer ticker.Stop()
 	for {
