@@ -140,6 +140,11 @@ func TestShardedCachesSplitConfigMapsByUIDAndTakeOverAReplicasShare(t *testing.T
 		})
 	}
 	wg.Wait()
+	// envtest runs no namespace controller: the ConfigMaps would outlive the namespace
+	// and weigh on the tests that cache every ConfigMap. Runs after the replicas stop.
+	t.Cleanup(func() {
+		_ = cs.CoreV1().ConfigMaps(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
+	})
 	if failed.Load() > 0 {
 		t.Fatalf("%d ConfigMaps not created", failed.Load())
 	}

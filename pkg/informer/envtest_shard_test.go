@@ -72,6 +72,10 @@ func seedConfigMaps(t *testing.T, cs kubernetes.Interface, n int) string {
 		})
 	}
 	wg.Wait()
+	// envtest runs no namespace controller: delete them for the tests that follow.
+	t.Cleanup(func() {
+		_ = cs.CoreV1().ConfigMaps(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
+	})
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
