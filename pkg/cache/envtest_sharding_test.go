@@ -29,11 +29,16 @@ type shardedReplica struct {
 	deletes atomic.Int64 // Delete notifications its handler received
 }
 
-func startShardedReplica(t *testing.T, ns, id string) *shardedReplica {
+const testLeaseDuration = 6 * time.Second
+
+// startShardedReplica starts a sharded cache; crashy ones leave their Lease to expire
+// when stopped, as a killed process does.
+func startShardedReplica(t *testing.T, ns, id string, crashy bool) *shardedReplica {
 	t.Helper()
 	c := newEnvCache(t, crcache.Options{DefaultNamespaces: map[string]crcache.Config{ns: {}}},
 		dcache.WithSharding(dcache.Sharding{
-			Ring:  shard.Options{Namespace: ns, Name: "cms", Identity: id, LeaseDuration: 6 * time.Second, RenewInterval: time.Second},
+			Ring: shard.Options{Namespace: ns, Name: "cms", Identity: id, LeaseDuration: testLeaseDuration,
+				RenewInterval: time.Second, KeepLeaseOnStop: crashy},
 			ByUID: []client.Object{&corev1.ConfigMap{}},
 		}))
 	r := &shardedReplica{id: id, cache: c, done: make(chan error, 1)}
@@ -120,7 +125,8 @@ func awaitSettled(t *testing.T, ns string, n int, replicas []*shardedReplica, ti
 // caches on the shared control plane (without the ShardedListAndWatch gate, so each
 // filters on the client): they split the ConfigMaps of a namespace, each about a
 // third (±15%) and together exactly all, each once; when one leaves, the other two
-// take its share; when it comes back, the shares are rebalanced. No handler ever
+// take its share; when it comes back, the shares are rebalanced; when one dies, its
+// share is served by nobody until its Lease expires, then by the others. No handler ever
 // receives a Delete: no ConfigMap is deleted, and hand-offs are not deletions.
 func TestShardedCachesSplitConfigMapsByUIDAndTakeOverAReplicasShare(t *testing.T) {
 	requireEnv(t)
@@ -151,7 +157,8 @@ func TestShardedCachesSplitConfigMapsByUIDAndTakeOverAReplicasShare(t *testing.T
 	total := n // envtest runs no controller-manager: no kube-root-ca.crt
 
 	replicas := []*shardedReplica{
-		startShardedReplica(t, ns, "replica-a"), startShardedReplica(t, ns, "replica-b"), startShardedReplica(t, ns, "replica-c"),
+		startShardedReplica(t, ns, "replica-a", false), startShardedReplica(t, ns, "replica-b", false),
+		startShardedReplica(t, ns, "replica-c", true),
 	}
 	counts := awaitSettled(t, ns, total, replicas, 60*time.Second)
 	for i, r := range replicas {
@@ -183,9 +190,29 @@ func TestShardedCachesSplitConfigMapsByUIDAndTakeOverAReplicasShare(t *testing.T
 
 	// It comes back: rebalanced.
 	start = time.Now()
-	back := startShardedReplica(t, ns, "replica-b")
+	back := startShardedReplica(t, ns, "replica-b", false)
 	counts = awaitSettled(t, ns, total, []*shardedReplica{replicas[0], back, replicas[2]}, 60*time.Second)
 	t.Logf("replica-b came back; rebalanced in %v: %v", time.Since(start).Round(10*time.Millisecond), counts)
+
+	// replica-c dies (its Lease stays): nobody serves its slots before the Lease
+	// expires; then the others take them over.
+	cSlots := replicas[2].cache.Ring().Status().Serving
+	lastRenew := replicas[2].cache.Ring().Status().LastRenew
+	replicas[2].stop()
+	start = time.Now()
+	for time.Since(lastRenew) < testLeaseDuration-500*time.Millisecond { // margin for the test's own lag
+		for _, r := range []*shardedReplica{replicas[0], back} {
+			if taken := r.cache.Ring().Status().Serving.Intersect(cSlots); !taken.IsEmpty() {
+				t.Fatalf("%s serves %d of replica-c's slots %v after its last renewal, before its Lease expired",
+					r.id, taken.Len(), time.Since(lastRenew))
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	awaitSettled(t, ns, total, []*shardedReplica{replicas[0], back}, 60*time.Second)
+	t.Logf("replica-c killed; its share was taken over %v after it stopped (%v after its last renewal; Lease %v, renew %v)",
+		time.Since(start).Round(10*time.Millisecond), time.Since(lastRenew).Round(10*time.Millisecond),
+		testLeaseDuration, time.Second)
 
 	for _, r := range append(replicas, back) {
 		if d := r.deletes.Load(); d != 0 {

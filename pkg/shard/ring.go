@@ -61,6 +61,11 @@ type Options struct {
 	Clock clock.WithTicker
 	// Logger; zero value = logr.FromContextOrDiscard of Run's context.
 	Logger logr.Logger
+	// KeepLeaseOnStop: when Run's context ends, stop serving but leave the Lease
+	// to expire instead of deleting it, so the others take over only after
+	// LeaseDuration, as after a crash. Default false: the Lease is deleted and the
+	// others take over at their next round.
+	KeepLeaseOnStop bool
 }
 
 // Status is a Ring's view at the end of its last round.
@@ -322,6 +327,10 @@ func (r *Ring) leave(log logr.Logger) {
 			log.Error(err, "Consumer did not stop serving; leaving the Lease to expire")
 			return
 		}
+	}
+	if r.opts.KeepLeaseOnStop {
+		log.Info("Stopped serving; the Lease is left to expire", "lease", r.lease)
+		return
 	}
 	err := r.leases.Leases(r.opts.Namespace).Delete(ctx, r.lease, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
