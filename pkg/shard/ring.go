@@ -78,8 +78,9 @@ type Status struct {
 	Serving Slots
 	// Claimed is what this replica's Lease claims (⊇ Serving).
 	Claimed Slots
-	// Handoffs counts the slots this replica started serving (taken over
-	// or granted) and those it released, since the start.
+	// Acquired and Released count the slots this replica started serving
+	// (granted or taken over) and those it gave up, since the start: the
+	// hand-offs.
 	Acquired, Released int
 	// LastRenew is when the Lease was last written successfully.
 	LastRenew time.Time
