@@ -75,6 +75,9 @@ type Cache struct {
 	// in tests.
 	clock clock.WithTicker
 
+	// sharder is the replica's share of the sharded kinds; nil without WithSharding.
+	sharder *sharder
+
 	// listWatcher builds the ListerWatcher of one scope; newListWatch except in tests.
 	listWatcher func(key entryKey, mapping *meta.RESTMapping, namespaced bool,
 		opts informer.ListWatchOptions) (toolscache.ListerWatcher, error)
@@ -192,6 +195,11 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 		c.intern = newInternTable()
 	}
 	c.listWatcher = c.newListWatch
+	if settings.Sharding != nil {
+		if c.sharder, err = newSharder(c, settings.Sharding, cfg, opts.Scheme); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -271,7 +279,13 @@ func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
 // as it is created. It blocks until ctx ends, then waits for the informers to stop and
 // returns nil. A second call returns an error.
 func (c *Cache) Start(ctx context.Context) error {
-	return c.informers.Start(ctx)
+	if c.sharder == nil {
+		return c.informers.Start(ctx)
+	}
+	ringDone := make(chan error, 1)
+	go func() { ringDone <- c.sharder.ring.Run(ctx) }()
+	err := c.informers.Start(ctx)
+	return errors.Join(err, <-ringDone)
 }
 
 // WaitForCacheSync waits until Start has been called, then until every informer that
@@ -328,6 +342,9 @@ func (c *Cache) getEntry(
 		e, started, added = c.informers.add(built)
 		if added {
 			c.log.V(1).Info("informer created", "informer", key.String(), "scopes", len(e.scopes), "started", started)
+			if err := c.followShard(ctx, e); err != nil {
+				return nil, started, err
+			}
 		}
 	}
 	if block && started {

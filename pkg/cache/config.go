@@ -148,6 +148,10 @@ type Config struct {
 	// Zero value (nil): panic with the *MutationError, as client-go's
 	// KUBE_CACHE_MUTATION_DETECTOR does.
 	OnMutation func(err error)
+
+	// Sharding splits the objects of some kinds among the replicas of the operator
+	// (see WithSharding). Zero value (nil): every kind is cached whole.
+	Sharding *Sharding
 }
 
 // Option sets a deltacache-only setting; pass Options to NewWith.

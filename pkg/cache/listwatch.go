@@ -90,6 +90,7 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 			ConsistencyCheck:    c.consistencyCheck(mapping, namespaced, lwOpts),
 			CrashOnHandlerPanic: c.settings.CrashOnHandlerPanic,
 			StorageCodec:        codec,
+			ShardSelector:       c.shardSelectorFor(key.gvk),
 		})
 		e.scopes = append(e.scopes, &scopedInformer{
 			scope:      scope,

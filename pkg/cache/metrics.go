@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/shard"
 )
 
 // Informer metrics. Every informer of every Cache in the process reports to
@@ -40,6 +41,9 @@ import (
 // deltacache_cache_lists_total (stats.go) counts how Lists were answered.
 func init() {
 	if err := informer.RegisterMetrics(metrics.Registry); err != nil {
+		panic(err)
+	}
+	if err := shard.Register(metrics.Registry); err != nil {
 		panic(err)
 	}
 }

@@ -95,6 +95,9 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 		return err
 	}
 	if !exists {
+		if c.isSharded(gvk) {
+			return &NotInShardError{GVK: gvk, Key: key}
+		}
 		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
 	}
 	obj, ok := item.(runtime.Object)

@@ -25,6 +25,10 @@ const (
 	Replaced DeltaType = "Replaced"
 	// Sync: a periodic resync re-delivers the stored object.
 	Sync DeltaType = "Sync"
+	// Evicted: the object left the FIFO's filter (a shard hand-off, see
+	// DeltaFIFO.SetFilter): it is removed from the store without a
+	// notification.
+	Evicted DeltaType = "Evicted"
 )
 
 // Delta is one change of one object. Object is the object after the change,
@@ -133,6 +137,10 @@ type DeltaFIFO struct {
 
 	receivedRV string // newest RV received (object RV, list RV or bookmark)
 	appliedRV  string // last RV handed to known objects
+
+	// filter, if set, admits the objects queued by Add, Update, Delete and
+	// Replace (see SetFilter).
+	filter func(obj any) bool
 }
 
 // NewDeltaFIFO returns an empty, open DeltaFIFO.
@@ -189,7 +197,8 @@ func (f *DeltaFIFO) Delete(obj any) error {
 // Replace queues the result of a (re)list: a Replaced delta for every object
 // in list, and a Deleted tombstone (toolscache.DeletedFinalStateUnknown) for
 // every key that is queued (and not already ending in a delete) or known to
-// the store but absent from list. resourceVersion is the list's RV. The first
+// the store but absent from list. Objects the filter (SetFilter) does not
+// admit are left out of the list. resourceVersion is the list's RV. The first
 // Replace defines the initial list for HasSynced. Replace waits until no key
 // is being processed, so the known objects it consults are current.
 func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
@@ -215,6 +224,9 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 			errs = append(errs, err)
 			continue
 		}
+		if !f.admitsLocked(obj) {
+			continue
+		}
 		key, err := f.KeyOf(obj)
 		if err != nil {
 			errs = append(errs, toolscache.KeyError{Obj: obj, Err: err})
@@ -236,7 +248,7 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 			continue
 		}
 		newest := ds.Newest()
-		if newest.Type == Deleted {
+		if newest.Type == Deleted || newest.Type == Evicted {
 			continue
 		}
 		f.appendLocked(key, Delta{Type: Deleted, Object: toolscache.DeletedFinalStateUnknown{Key: key, Obj: newest.Object}})
@@ -553,6 +565,9 @@ func (f *DeltaFIFO) queueObject(t DeltaType, obj any) error {
 	if err != nil {
 		return toolscache.KeyError{Obj: obj, Err: err}
 	}
+	if !f.admitsLocked(obj) {
+		return nil
+	}
 	if t == Deleted {
 		if known, err := f.knowsLocked(key); !known {
 			return err
@@ -646,6 +661,8 @@ func strongerType(a, b DeltaType) DeltaType {
 			return 3
 		case Replaced:
 			return 2
+		case Evicted:
+			return 0 // a change that follows an eviction is kept
 		default:
 			return 1
 		}

@@ -174,6 +174,18 @@
 // and resourceVersion, the drift the RVs prove is counted and logged, and
 // Reflector.RequestRelist heals it with a consistent relist.
 //
+// Sharding (KEP-5866). With Options.ShardSelector every LIST, WATCH and
+// WatchList request carries shardSelector (shardRange terms over the 64-bit
+// FNV-1a hash of the uid or the namespace). Whether the server honours it is
+// learnt from ListMeta.ShardInfo of the first sharded list (a one-object
+// LIST before a WatchList stream, which has no ListMeta), logged once and
+// exported as deltacache_informer_shard_server_filtering; objects outside
+// the selector are dropped before the store in either case, with the
+// server's hash and range semantics. SetShardSelector moves a running
+// informer to another shard: what leaves it is evicted (Evicted deltas of
+// the DeltaFIFO's filter: no Delete notification), then the new shard is
+// relisted. Package shard decides the shards of the replicas of an operator.
+//
 // Proof beyond unit tests: differential tests run one scenario through
 // client-go's SharedIndexInformer and ours on the same fake and compare
 // stores and handlers' views, naming the deliberate differences

@@ -3,6 +3,7 @@ package informer
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -27,6 +28,10 @@ type encodedObject struct {
 	data []byte
 	vals indexValues
 	obj  runtime.Object
+	// namespace and uid are what a shard selector hashes (see
+	// ShardSelector.Hash), kept for the DeltaFIFO's filter.
+	namespace string
+	uid       types.UID
 }
 
 // encodeEarly returns what the DeltaFIFO queues for obj, received by the
@@ -45,7 +50,8 @@ func (ix *Indexer) encodeEarly(obj runtime.Object, keep bool) any {
 	if err != nil {
 		return obj
 	}
-	e := &encodedObject{key: key, rv: m.GetResourceVersion(), vals: ix.table.Load().funcs.compute(obj)}
+	e := &encodedObject{key: key, rv: m.GetResourceVersion(), vals: ix.table.Load().funcs.compute(obj),
+		namespace: m.GetNamespace(), uid: m.GetUID()}
 	e.data = ix.encode(key, obj)
 	if keep || e.data == nil {
 		e.obj = obj

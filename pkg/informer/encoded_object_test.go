@@ -248,3 +248,26 @@ func TestHandlerViewOfQueuedTombstoneHoldsTheDecodedObject(t *testing.T) {
 		t.Fatalf("tombstone delivered as %#v, want key ns/a with the decoded pod", got)
 	}
 }
+
+func TestShardFilterEvictsQueuedEarlyEncodedObjectsByTheirUID(t *testing.T) {
+	ix := NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, nil, IndexerOptions{Codec: podCodec(t)})
+	fifo := NewDeltaFIFO(DeltaFIFOOptions{KeyFunction: toolscache.MetaNamespaceKeyFunc, KnownObjects: ix})
+	in, out := fullPod("ns", "in", "3"), fullPod("ns", "out", "4")
+	hIn := ShardHash(string(in.UID))
+	if hIn == ShardHash(string(out.UID)) {
+		t.Fatal("test pods hash alike")
+	}
+	must(t, fifo.Add(ix.encodeEarly(in, false)))
+	must(t, fifo.Add(ix.encodeEarly(out, true)))
+	sel := &ShardSelector{Field: ShardByUID, Ranges: []HashRange{{First: hIn, Last: hIn}}}
+	evicted := fifo.SetFilter(sel.Matches)
+	if len(evicted) != 1 || evicted[0] != "ns/out" {
+		t.Fatalf("evicted %q, want [ns/out]", evicted)
+	}
+	// A later object outside the shard is not queued at all.
+	late := fullPod("ns", "late", "5")
+	must(t, fifo.Add(ix.encodeEarly(late, false)))
+	if n := fifo.Len(); n != 2 {
+		t.Fatalf("%d keys queued, want 2 (ns/in and the eviction of ns/out)", n)
+	}
+}

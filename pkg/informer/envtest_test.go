@@ -46,8 +46,11 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if testEnv != nil {
-		if err := testEnv.Stop(); err != nil {
+	for _, env := range []*envtest.Environment{testEnv, gatedEnv} {
+		if env == nil {
+			continue
+		}
+		if err := env.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
 		}
 	}

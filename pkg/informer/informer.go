@@ -109,6 +109,14 @@ type Options struct {
 	// once per key. nil = objects stored as received (client-go's
 	// behaviour). NewProtobufCodec gives the codec of built-in kinds.
 	StorageCodec StorageCodec
+
+	// ShardSelector restricts the informer to one shard of the objects
+	// (KEP-5866): every LIST and WATCH carries it as shardSelector, and
+	// objects outside it are dropped before they are stored, so the store
+	// holds the shard even when the server ignores the selector (see
+	// ServerSharding). nil = every object. Change it while running with
+	// SetShardSelector.
+	ShardSelector *ShardSelector
 }
 
 // SharedIndexInformer is our implementation of toolscache.SharedIndexInformer:
@@ -168,6 +176,10 @@ type SharedIndexInformer struct {
 	obs atomic.Pointer[informerMetrics]
 	// codecErrs are the keys whose storage codec errors were logged.
 	codecErrs codecErrors
+	// shard is the current shard selector, changed under shardMu (see
+	// SetShardSelector).
+	shard   atomic.Pointer[ShardSelector]
+	shardMu sync.Mutex
 }
 
 // NewSharedIndexInformer returns an informer for the objects lw lists and
@@ -202,6 +214,10 @@ func NewSharedIndexInformer(
 		KeyFunction:  toolscache.DeletionHandlingMetaNamespaceKeyFunc,
 		KnownObjects: s.indexer,
 	})
+	s.shard.Store(opts.ShardSelector)
+	if opts.ShardSelector != nil {
+		s.fifo.SetFilter(opts.ShardSelector.Matches)
+	}
 	return s
 }
 
@@ -359,6 +375,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 		Logger:               &log,
 		Clock:                s.clock,
 		ListProgressInterval: s.opts.ListProgressInterval,
+		ShardSelector:        s.shard.Load(),
 		metrics:              im,
 		encode:               s.earlyEncoder(),
 	})
@@ -633,11 +650,18 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 	// With no handler registered, nothing is notified: no handler view is
 	// made (nor a lazy old object).
 	listening := len(s.handlers) > 0
+	evicted := 0
 	for _, p := range batch {
 		// The FIFO queued every delta of p under p.key, computed by the same
 		// key function.
 		key := p.key
 		for _, d := range p.deltas {
+			if d.Type == Evicted {
+				if w.take(key) != nil {
+					evicted++
+				}
+				continue
+			}
 			if d.Type == Deleted {
 				if w.take(key) != nil && listening {
 					notes = append(notes, batchNote{key: key, n: notification{kind: noteDelete, newObj: s.indexer.handlerView(d.Object)}})
@@ -660,6 +684,9 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 		}
 	}
 	w.commit()
+	if evicted > 0 {
+		s.obs.Load().shardEvictedObjects(evicted)
+	}
 	for _, bn := range notes {
 		s.distribute(bn.key, bn.n, bn.isSync)
 	}

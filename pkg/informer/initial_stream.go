@@ -32,7 +32,8 @@ type initialStreamer interface {
 	// known. After true, the Reflector calls appendInitial for each part
 	// of the list and endInitialStream once it has all of it.
 	beginInitialStream() bool
-	// appendInitial queues a Replaced delta for every object of part.
+	// appendInitial queues a Replaced delta for every object of part that
+	// the filter (SetFilter) admits.
 	appendInitial(part []any) error
 	// endInitialStream ends the list at resourceVersion, once no batch is
 	// in flight: the queue is populated, and the keys still queued are the
@@ -57,6 +58,9 @@ func (f *DeltaFIFO) appendInitial(part []any) error {
 		obj, err := f.transformed(Replaced, obj)
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if !f.admitsLocked(obj) {
 			continue
 		}
 		key, err := f.KeyOf(obj)

@@ -121,6 +121,10 @@ type Metrics struct {
 	handlerLatency *prometheus.HistogramVec
 	handlerPanics  *prometheus.CounterVec
 	codecErrors    *prometheus.CounterVec
+	shardFiltered  *prometheus.CounterVec
+	shardEvicted   *prometheus.CounterVec
+
+	shardServer *prometheus.Desc
 
 	storedBytes, storedObjects *prometheus.Desc
 
@@ -202,6 +206,16 @@ func NewMetrics() *Metrics {
 			"Objects the storage codec of compact storage could not encode (kept decoded) or decode (left out "+
 				"of the read), by op (encode, decode).", "op"),
 
+		shardFiltered: counter("deltacache_informer_shard_filtered_objects_total",
+			"Objects received (listed or watched) outside the informer's shard selector and dropped on the "+
+				"client: a server that does not honour shardSelector sends them all."),
+		shardEvicted: counter("deltacache_informer_shard_evicted_objects_total",
+			"Stored objects dropped, without a Delete notification, because a new shard selector no longer "+
+				"selects them (a hand-off to another replica)."),
+		shardServer: gauge("deltacache_informer_shard_server_filtering",
+			"For sharded informers: 1 when the server honours shardSelector (ShardInfo in its list), 0 when "+
+				"the informer filters on the client; absent before the first sharded list."),
+
 		storedBytes: gauge("deltacache_informer_stored_bytes",
 			"Bytes of the encoded objects held in the informer's store (compact storage; the payload, "+
 				"without the store's structure); 0 when objects are held decoded."),
@@ -238,7 +252,7 @@ type vec interface {
 func (m *Metrics) vecs() []vec {
 	return []vec{m.listRequests, m.listPages, m.listObjects, m.listDuration,
 		m.watchStarts, m.watchEvents, m.watchBookmarks, m.watchDuration, m.relists, m.errors,
-		m.checks, m.drift, m.handlerLatency, m.handlerPanics, m.codecErrors}
+		m.checks, m.drift, m.handlerLatency, m.handlerPanics, m.codecErrors, m.shardFiltered, m.shardEvicted}
 }
 
 // Describe implements prometheus.Collector.
@@ -246,7 +260,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.vecs() {
 		c.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{m.storedBytes, m.storedObjects, m.objects, m.synced, m.syncDuration, m.lastEventAge,
+	for _, d := range []*prometheus.Desc{m.shardServer, m.storedBytes, m.storedObjects, m.objects, m.synced, m.syncDuration, m.lastEventAge,
 		m.resourceVersion, m.fifoDepth, m.pendingKeys} {
 		ch <- d
 	}
@@ -262,6 +276,9 @@ type aggregate struct {
 	minRV           float64
 	hasRV           bool
 	pending         map[string]float64
+	// shardKnown: some informer learnt the server's sharding; shardAll: all
+	// that learnt it found it honoured.
+	shardKnown, shardAll bool
 }
 
 // Collect implements prometheus.Collector.
@@ -278,7 +295,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for s, im := range running {
 		a := groups[im.labels]
 		if a == nil {
-			a = &aggregate{allSynced: true, pending: map[string]float64{}}
+			a = &aggregate{allSynced: true, shardAll: true, pending: map[string]float64{}}
 			groups[im.labels] = a
 		}
 		stored := s.indexer.StoredStats()
@@ -297,6 +314,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 				a.minRV = float64(rv)
 			}
 			a.hasRV = true
+		}
+		if r := s.getReflector(); r != nil && r.ShardSelector() != nil {
+			switch r.ServerSharding() {
+			case ServerShardingHonoured:
+				a.shardKnown = true
+			case ServerShardingIgnored:
+				a.shardKnown, a.shardAll = true, false
+			}
 		}
 		s.mu.Lock()
 		handlers := append([]*HandlerRegistration(nil), s.handlers...)
@@ -328,6 +353,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		for handler, n := range a.pending {
 			gauge(m.pendingKeys, n, handler)
 		}
+		if a.shardKnown {
+			gauge(m.shardServer, map[bool]float64{true: 1, false: 0}[a.shardAll])
+		}
 	}
 }
 
@@ -350,6 +378,13 @@ func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.
 		handlerPanics:  m.handlerPanics.MustCurryWith(labels.prometheusLabels()),
 		encodeErrors:   m.codecErrors.WithLabelValues(append(lv, "encode")...),
 		decodeErrors:   m.codecErrors.WithLabelValues(append(lv, "decode")...),
+	}
+	// The shard series exist once the informer is sharded (see shardSeries).
+	im.shardSeries = sync.OnceValue(func() [2]prometheus.Counter {
+		return [2]prometheus.Counter{m.shardFiltered.WithLabelValues(lv...), m.shardEvicted.WithLabelValues(lv...)}
+	})
+	if s.shard.Load() != nil {
+		im.shardSeries()
 	}
 	for i, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
 		im.watchEvents[i] = m.watchEvents.WithLabelValues(append(lv, string(t))...)
@@ -415,6 +450,9 @@ type informerMetrics struct {
 	handlerLatency                       prometheus.ObserverVec
 	handlerPanics                        *prometheus.CounterVec
 	encodeErrors, decodeErrors           prometheus.Counter
+	// shardSeries returns the filtered and evicted counters, creating them
+	// on first use.
+	shardSeries func() [2]prometheus.Counter
 
 	// lastActivity and syncedAfter are durations since start, in nanoseconds
 	// (so that they keep the clock's monotonic reading); syncedAfter is -1
@@ -539,6 +577,20 @@ func (im *informerMetrics) consistencyChecked(r *DriftReport, err error) {
 		im.driftObjects[2].Add(float64(len(r.Stale)))
 	default:
 		im.consistencyChecks[0].Inc()
+	}
+}
+
+// shardFiltered counts a received object dropped by the shard selector.
+func (im *informerMetrics) shardFilteredObject() {
+	if im != nil {
+		im.shardSeries()[0].Inc()
+	}
+}
+
+// shardEvictedObjects counts stored objects evicted by a shard change.
+func (im *informerMetrics) shardEvictedObjects(n int) {
+	if im != nil {
+		im.shardSeries()[1].Add(float64(n))
 	}
 }
 

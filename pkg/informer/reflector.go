@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -88,6 +89,8 @@ type ReflectorOptions struct {
 	WatchListTimeout time.Duration
 	// ListProgressInterval: see Options.ListProgressInterval.
 	ListProgressInterval time.Duration
+	// ShardSelector: see Options.ShardSelector; nil = every object.
+	ShardSelector *ShardSelector
 
 	// metrics are the informer's series; nil outside an informer.
 	metrics *informerMetrics
@@ -163,6 +166,11 @@ type Reflector struct {
 
 	// relistRequests holds a pending RequestRelist (buffer of one).
 	relistRequests chan string
+
+	// shard is the shard selector of the next requests (nil: everything);
+	// serverSharding a ServerSharding, learnt from the first sharded list.
+	shard          atomic.Pointer[ShardSelector]
+	serverSharding atomic.Int32
 }
 
 // RequestRelist makes the Reflector end its watch and relist with a
@@ -207,6 +215,7 @@ func NewReflector(
 		r.name = objectTypeName(expectedType)
 	}
 	r.backoff = newBackoffState(opts.Backoff, r.clock, nil)
+	r.shard.Store(opts.ShardSelector)
 	r.handlerView = sync.OnceValue(func() *toolscache.Reflector {
 		return toolscache.NewReflectorWithOptions(nil, expectedType, nil, toolscache.ReflectorOptions{
 			Name: r.name, TypeDescription: objectTypeName(expectedType), Clock: r.clock,
@@ -356,6 +365,7 @@ func (r *Reflector) queued(obj runtime.Object, keep bool) any {
 // initialStreamer); any other is collected and Replaced at once.
 func (r *Reflector) list(ctx context.Context) error {
 	start := r.clock.Now()
+	sel := r.shard.Load()
 	opts := metav1.ListOptions{ResourceVersion: "", Limit: r.opts.PageSize}
 	stream := r.initialStream()
 	var items []any
@@ -365,6 +375,7 @@ func (r *Reflector) list(ctx context.Context) error {
 	progress := r.newListProgress(ctx, false)
 	for {
 		r.opts.metrics.listRequest()
+		r.shardOptions(&opts, sel)
 		obj, err := r.lw.ListWithContext(ctx, opts)
 		if err != nil {
 			if opts.Continue != "" && !restarted && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
@@ -391,11 +402,17 @@ func (r *Reflector) list(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("unable to extract items of %T: %w", obj, err)
 		}
+		if pages == 1 {
+			r.learnServerSharding(ctx, sel, obj)
+		}
 		page := items
 		if stream != nil {
 			page = make([]any, 0, len(part))
 		}
 		for _, o := range part {
+			if !r.keep(sel, o) {
+				continue
+			}
 			if o, ok := r.transformed(ctx, o); ok {
 				page = append(page, r.queued(o, false))
 			}
@@ -495,11 +512,13 @@ func (r *Reflector) watchLoop(ctx context.Context, open *openWatch) error {
 			w, timeoutSeconds = open.w, open.timeoutSeconds
 			open = nil
 		} else {
-			w, err = r.lw.WatchWithContext(ctx, metav1.ListOptions{
+			opts := metav1.ListOptions{
 				ResourceVersion:     r.LastSyncResourceVersion(),
 				AllowWatchBookmarks: true,
 				TimeoutSeconds:      &timeoutSeconds,
-			})
+			}
+			r.shardOptions(&opts, r.shard.Load())
+			w, err = r.lw.WatchWithContext(ctx, opts)
 		}
 		if err != nil {
 			if isContextError(ctx, err) {
@@ -617,6 +636,10 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 		}
 		rv := m.GetResourceVersion()
 		if e.Type != watch.Bookmark {
+			if !r.keep(r.shard.Load(), e.Object) {
+				r.advanceRV(rv)
+				continue
+			}
 			obj, ok := r.transformed(ctx, e.Object)
 			if !ok {
 				continue
@@ -642,11 +665,7 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 		if err != nil {
 			log.Error(err, "unable to queue watch event", "reflector", r.name, "eventType", e.Type)
 		}
-		if rv != "" {
-			r.mu.Lock()
-			r.lastRV = rv
-			r.mu.Unlock()
-		}
+		r.advanceRV(rv)
 		count++
 		if !received {
 			// The clock is read for events taken by the full select only: during
@@ -656,6 +675,15 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 			lastEvent = r.clock.Now()
 			r.opts.metrics.active()
 		}
+	}
+}
+
+// advanceRV records rv ("" is ignored) as the last RV seen.
+func (r *Reflector) advanceRV(rv string) {
+	if rv != "" {
+		r.mu.Lock()
+		r.lastRV = rv
+		r.mu.Unlock()
 	}
 }
 

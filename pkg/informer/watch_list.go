@@ -70,13 +70,20 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 	start := r.clock.Now()
 	timeoutSeconds := r.watchTimeout()
 	sendInitial := true
-	w, err := r.lw.WatchWithContext(ctx, metav1.ListOptions{
+	sel := r.shard.Load()
+	if err := r.probeServerSharding(ctx, sel); err != nil && ctx.Err() == nil {
+		r.logger(ctx).Info("Could not learn whether the server filters by shard selector; filtering on the client meanwhile",
+			"reflector", r.name, "error", err.Error())
+	}
+	opts := metav1.ListOptions{
 		ResourceVersion:      "",
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		SendInitialEvents:    &sendInitial,
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       &timeoutSeconds,
-	})
+	}
+	r.shardOptions(&opts, sel)
+	w, err := r.lw.WatchWithContext(ctx, opts)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -170,6 +177,9 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 				w.Stop()
 				return nil, 0, &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
 					Err: fmt.Errorf("no initial-events-end bookmark before a %s event for %s", e.Type, key)}
+			}
+			if !r.keep(sel, e.Object) {
+				continue
 			}
 			obj, ok := r.transformed(ctx, e.Object)
 			switch {

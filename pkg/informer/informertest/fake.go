@@ -53,7 +53,10 @@ type ListResponse struct {
 	Items           []runtime.Object
 	ResourceVersion string
 	Continue        string
-	Err             error
+	// ShardInfo, if set, is the page's ListMeta.ShardInfo (a server that
+	// applied a shard selector, KEP-5866).
+	ShardInfo *metav1.ShardInfo
+	Err       error
 }
 
 // WatchResponse is a scripted answer to one WATCH request: either Err, or a
@@ -85,6 +88,46 @@ type Fake struct {
 	expireConts bool
 	watchList   bool
 	example     runtime.Object
+	// shardMatch, if set, applies shard selectors (see ServeShardSelector).
+	shardMatch ShardMatchFunc
+}
+
+// ShardMatchFunc reports whether obj is selected by the shardSelector
+// parameter selector (never ""); an error answers the request with 400.
+type ShardMatchFunc func(selector string, obj runtime.Object) (bool, error)
+
+// ServeShardSelector makes unscripted lists and watches honour the
+// shardSelector parameter (KEP-5866) with match, as a server with the
+// ShardedListAndWatch gate does: only matching objects are listed (each page
+// carries ShardInfo echoing the selector) and watched. nil (the default)
+// ignores the parameter, as a server without the gate does.
+func (f *Fake) ServeShardSelector(match ShardMatchFunc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.shardMatch = match
+}
+
+// selectedLocked reports whether a request with opts gets obj.
+func (f *Fake) selectedLocked(opts metav1.ListOptions, obj runtime.Object) (bool, error) {
+	if f.shardMatch == nil || opts.ShardSelector == "" {
+		return true, nil
+	}
+	return f.shardMatch(opts.ShardSelector, obj)
+}
+
+// shardedLocked returns objs without those a request with opts does not get.
+func (f *Fake) shardedLocked(opts metav1.ListOptions, objs []runtime.Object) ([]runtime.Object, error) {
+	out := objs[:0:0]
+	for _, o := range objs {
+		ok, err := f.selectedLocked(opts, o)
+		if err != nil {
+			return nil, apierrors.NewBadRequest("invalid shard selector: " + err.Error())
+		}
+		if ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 var (
@@ -160,7 +203,9 @@ func (f *Fake) ListWithContext(_ context.Context, opts metav1.ListOptions) (runt
 		if r.Err != nil {
 			return nil, r.Err
 		}
-		return newList(r.Items, r.ResourceVersion, r.Continue), nil
+		l := newList(r.Items, r.ResourceVersion, r.Continue)
+		l.ShardInfo = r.ShardInfo
+		return l, nil
 	}
 	return f.listStateLocked(opts)
 }
@@ -207,10 +252,15 @@ func (f *Fake) WatchWithContext(_ context.Context, opts metav1.ListOptions) (wat
 		}
 		from = n
 	}
+	initial, err := f.shardedLocked(opts, f.sortedLocked())
+	if err != nil {
+		f.recordLocked(VerbWatch, opts)
+		return nil, err
+	}
 	s := newStream(opts)
 	s.live = true
 	if from == 0 || initialEvents {
-		for _, obj := range f.sortedLocked() {
+		for _, obj := range initial {
 			s.Add(obj.DeepCopyObject())
 		}
 		if initialEvents {
@@ -218,7 +268,7 @@ func (f *Fake) WatchWithContext(_ context.Context, opts metav1.ListOptions) (wat
 		}
 	} else {
 		for _, e := range f.history {
-			if eventRV(e) > from {
+			if ok, _ := f.selectedLocked(opts, e.Object); ok && eventRV(e) > from {
 				s.Send(watch.Event{Type: e.Type, Object: e.Object.DeepCopyObject()})
 			}
 		}
@@ -359,7 +409,7 @@ func (f *Fake) change(t watch.EventType, obj runtime.Object) runtime.Object {
 	e := watch.Event{Type: t, Object: stored}
 	f.history = append(f.history, e)
 	for _, s := range f.streams {
-		if s.live {
+		if ok, _ := f.selectedLocked(s.Options, stored); s.live && ok {
 			s.Send(watch.Event{Type: t, Object: stored.DeepCopyObject()})
 		}
 	}
@@ -429,7 +479,11 @@ func (f *Fake) listStateLocked(opts metav1.ListOptions) (runtime.Object, error) 
 	} else {
 		f.nextSnap++
 		id = f.nextSnap
-		snap = snapshot{objects: f.sortedLocked(), rv: strconv.FormatUint(f.rv, 10)}
+		objs, err := f.shardedLocked(opts, f.sortedLocked())
+		if err != nil {
+			return nil, err
+		}
+		snap = snapshot{objects: objs, rv: strconv.FormatUint(f.rv, 10)}
 	}
 	end := len(snap.objects)
 	cont := ""
@@ -444,7 +498,11 @@ func (f *Fake) listStateLocked(opts metav1.ListOptions) (runtime.Object, error) 
 	for _, o := range snap.objects[offset:end] {
 		items = append(items, o.DeepCopyObject())
 	}
-	return newList(items, snap.rv, cont), nil
+	l := newList(items, snap.rv, cont)
+	if f.shardMatch != nil && opts.ShardSelector != "" {
+		l.ShardInfo = &metav1.ShardInfo{Selector: opts.ShardSelector}
+	}
+	return l, nil
 }
 
 // snapshot is the state a paginated list is served from.

@@ -1,0 +1,71 @@
+package informer
+
+import toolscache "k8s.io/client-go/tools/cache"
+
+// SetFilter makes keep the FIFO's admission filter (nil admits everything)
+// and evicts what it no longer admits, in one step under the queue lock:
+//
+//   - from then on, Add, Update, Delete and Replace drop the objects keep
+//     rejects (a Replace leaves them out of the list, so they get no
+//     tombstone either);
+//   - every queued key whose newest object keep rejects, and every stored key
+//     (known objects) whose object keep rejects, gets a single Evicted delta
+//     in place of what was queued: the consumer removes it from the store
+//     without notifying anybody (a shard hand-off is not a deletion).
+//
+// It returns the keys given an Evicted delta. Like Replace, it
+// first waits until no key is being processed, so the known objects it
+// consults are current. keep must be cheap and must not call the FIFO.
+func (f *DeltaFIFO) SetFilter(keep func(obj any) bool) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.processing {
+		f.cond.Wait()
+	}
+	f.filter = keep
+	if keep == nil {
+		return nil
+	}
+	var evicted []string
+	for key, ds := range f.items {
+		obj := ds.Newest().Object
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if obj == nil || keep(obj) {
+			continue
+		}
+		f.items[key] = append(ds[:0], Delta{Type: Evicted, Object: obj})
+		evicted = append(evicted, key)
+	}
+	if f.known == nil {
+		return evicted
+	}
+	for _, key := range f.known.ListKeys() {
+		if _, queued := f.items[key]; queued {
+			continue
+		}
+		obj, exists, err := f.known.GetByKey(key)
+		if err != nil || !exists || keep(obj) {
+			continue
+		}
+		f.appendLocked(key, Delta{Type: Evicted, Object: obj})
+		evicted = append(evicted, key)
+	}
+	return evicted
+}
+
+// admitsLocked reports whether the filter admits obj (a tombstone: its
+// object). f.mu held.
+func (f *DeltaFIFO) admitsLocked(obj any) bool {
+	if f.filter == nil {
+		return true
+	}
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		if t.Obj == nil {
+			return true
+		}
+		obj = t.Obj
+	}
+	return f.filter(obj)
+}

@@ -1,0 +1,85 @@
+package informer
+
+import (
+	"context"
+	"time"
+)
+
+// ShardSelector returns the informer's current shard selector (nil: every
+// object).
+func (s *SharedIndexInformer) ShardSelector() *ShardSelector { return s.shard.Load() }
+
+// ServerSharding reports what the informer learnt of the server's support
+// for shardSelector (ServerShardingUnknown before its first sharded list).
+func (s *SharedIndexInformer) ServerSharding() ServerSharding {
+	if r := s.getReflector(); r != nil {
+		return r.ServerSharding()
+	}
+	return ServerShardingUnknown
+}
+
+// SetShardSelector moves the informer to another shard (nil: every object),
+// before or after Run:
+//
+//  1. objects sel does not select are evicted from the store without a
+//     Delete notification to the handlers (DeltaFIFO.SetFilter): a hand-off
+//     to another replica is not a deletion;
+//  2. the Reflector relists and watches with sel: objects that sel adds reach
+//     the handlers as Adds (isInInitialList false once the informer synced),
+//     the others as usual.
+//
+// It returns once the evicted objects are out of the store (at once before
+// Run), or with ctx's error if ctx ends first (the eviction goes on). Setting
+// the selector it already has does nothing. Readers see a store that holds,
+// at every moment, a subset of the union of the old and the new shard; it
+// holds exactly the new shard once the relist is installed.
+func (s *SharedIndexInformer) SetShardSelector(ctx context.Context, sel *ShardSelector) error {
+	s.shardMu.Lock()
+	defer s.shardMu.Unlock()
+	if old := s.shard.Swap(sel); old.Equal(sel) {
+		return nil
+	}
+	var keep func(obj any) bool
+	if sel != nil {
+		keep = sel.Matches
+	}
+	// The FIFO first: from now on nothing outside sel enters, and what is
+	// stored outside it is evicted; then the Reflector lists sel.
+	evicted := s.fifo.SetFilter(keep)
+	// Run reads s.shard and builds the Reflector under s.mu: a Reflector
+	// built after the Swap has sel already.
+	r := s.getReflector()
+	if r != nil {
+		r.SetShardSelector(sel)
+	}
+	if r == nil && len(evicted) > 0 {
+		// Not running: nobody pops the evictions, and the store is empty anyway
+		// unless filled by hand.
+		return nil
+	}
+	return s.awaitGone(ctx, evicted)
+}
+
+// awaitGone waits until none of keys is in the store. The informer loop pops
+// the Evicted deltas in queue order; a key cannot come back meanwhile (the
+// FIFO's filter rejects it).
+func (s *SharedIndexInformer) awaitGone(ctx context.Context, keys []string) error {
+	const poll = 10 * time.Millisecond
+	for len(keys) > 0 {
+		if _, ok, _ := s.indexer.GetByKey(keys[len(keys)-1]); !ok {
+			keys = keys[:len(keys)-1]
+			continue
+		}
+		if s.IsStopped() {
+			return nil
+		}
+		t := s.clock.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package informer
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// ShardField is the object field whose hash places an object in a shard
+// (KEP-5866): the paths kube-apiserver accepts in a shardSelector.
+type ShardField string
+
+const (
+	// ShardByUID hashes object.metadata.uid: uids are random, so equal ranges
+	// hold about equal numbers of objects.
+	ShardByUID ShardField = "object.metadata.uid"
+	// ShardByNamespace hashes object.metadata.namespace ("" for
+	// cluster-scoped objects): every object of a namespace is in one shard.
+	ShardByNamespace ShardField = "object.metadata.namespace"
+)
+
+// HashRange is the closed interval [First, Last] of the 64-bit FNV-1a hash
+// space. The whole space is {First: 0, Last: math.MaxUint64}.
+type HashRange struct {
+	First, Last uint64
+}
+
+// FullRange is the whole hash space.
+var FullRange = HashRange{First: 0, Last: math.MaxUint64}
+
+// Contains reports whether h is in r.
+func (r HashRange) Contains(h uint64) bool { return r.First <= h && h <= r.Last }
+
+// String is r in the server's syntax: the inclusive start and the exclusive
+// end as 0x-prefixed 16-digit lowercase hex, the end of the space being
+// 0x10000000000000000 (2^64).
+func (r HashRange) String() string {
+	end := "0x10000000000000000"
+	if r.Last != math.MaxUint64 {
+		end = fmt.Sprintf("0x%016x", r.Last+1)
+	}
+	return fmt.Sprintf("'0x%016x', '%s'", r.First, end)
+}
+
+// ShardSelector selects the objects whose Field hashes into one of Ranges.
+// A nil *ShardSelector selects everything; a selector with no ranges selects
+// nothing (and is never sent to a server: see Empty).
+type ShardSelector struct {
+	Field  ShardField
+	Ranges []HashRange
+}
+
+// ShardHash is the hash the server applies to a shard field's value: 64-bit
+// FNV-1a of its bytes (k8s.io/apimachinery/pkg/sharding.HashField).
+func ShardHash(value string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(value))
+	return h.Sum64()
+}
+
+// Empty reports whether s selects no object at all (no ranges). The server
+// cannot express it, so a Reflector with an empty selector lists with the
+// selector of an arbitrary one-hash range and keeps nothing (client-side).
+func (s *ShardSelector) Empty() bool { return s != nil && len(s.Ranges) == 0 }
+
+// String is the shardSelector parameter for s: one
+// shardRange(field, 'start', 'end') per range, joined by " || "; "" for a
+// nil selector (everything). An empty selector (see Empty) gives the range
+// of the single hash 0, which the client-side filter then also drops.
+func (s *ShardSelector) String() string {
+	if s == nil {
+		return ""
+	}
+	ranges := s.Ranges
+	if len(ranges) == 0 {
+		ranges = []HashRange{{0, 0}}
+	}
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = fmt.Sprintf("shardRange(%s, %s)", s.Field, r)
+	}
+	return strings.Join(parts, " || ")
+}
+
+// Hash returns the shard hash of obj's Field, and false if obj has no
+// object metadata (or Field is not a known ShardField).
+func (s *ShardSelector) Hash(obj any) (uint64, bool) {
+	var namespace, uid string
+	if e, ok := obj.(*encodedObject); ok {
+		// Queued for compact storage: the metadata it was encoded from.
+		namespace, uid = e.namespace, string(e.uid)
+	} else {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return 0, false
+		}
+		namespace, uid = m.GetNamespace(), string(m.GetUID())
+	}
+	switch s.Field {
+	case ShardByUID:
+		return ShardHash(uid), true
+	case ShardByNamespace:
+		return ShardHash(namespace), true
+	default:
+		return 0, false
+	}
+}
+
+// Matches reports whether obj is selected: always for a nil selector, else
+// whether the hash of its Field is in one of the ranges (the server's
+// semantics: start inclusive, end exclusive). An object without metadata is
+// not selected.
+func (s *ShardSelector) Matches(obj any) bool {
+	if s == nil {
+		return true
+	}
+	h, ok := s.Hash(obj)
+	if !ok {
+		return false
+	}
+	return s.ContainsHash(h)
+}
+
+// ContainsHash reports whether h is in one of s's ranges (true for nil).
+func (s *ShardSelector) ContainsHash(h uint64) bool {
+	if s == nil {
+		return true
+	}
+	for _, r := range s.Ranges {
+		if r.Contains(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// Equal reports whether s and o select the same field and ranges (in the
+// same order).
+func (s *ShardSelector) Equal(o *ShardSelector) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	return s.Field == o.Field && slices.Equal(s.Ranges, o.Ranges)
+}
