@@ -219,23 +219,13 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 	}
 	var errs []error
 	for _, obj := range list {
-		obj, err := f.transformed(Replaced, obj)
+		key, ok, err := f.queueListedLocked(obj)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		if !f.admitsLocked(obj) {
-			continue
-		}
-		key, err := f.KeyOf(obj)
-		if err != nil {
-			errs = append(errs, toolscache.KeyError{Obj: obj, Err: err})
-			continue
-		}
-		if listed != nil {
+		if ok && listed != nil {
 			listed[key] = struct{}{}
 		}
-		f.appendLocked(key, Delta{Type: Replaced, Object: obj})
 	}
 	if listed == nil {
 		f.finishReplaceLocked(resourceVersion)
@@ -272,6 +262,25 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 
 	f.finishReplaceLocked(resourceVersion)
 	return errors.Join(errs...)
+}
+
+// queueListedLocked queues a Replaced delta for the listed object obj,
+// transformed, unless the filter does not admit it; it returns obj's key and
+// whether it was queued, or the transform's or key function's error.
+func (f *DeltaFIFO) queueListedLocked(obj any) (key string, queued bool, err error) {
+	obj, err = f.transformed(Replaced, obj)
+	if err != nil {
+		return "", false, err
+	}
+	if !f.admitsLocked(obj) {
+		return "", false, nil
+	}
+	key, err = f.KeyOf(obj)
+	if err != nil {
+		return "", false, toolscache.KeyError{Obj: obj, Err: err}
+	}
+	f.appendLocked(key, Delta{Type: Replaced, Object: obj})
+	return key, true, nil
 }
 
 // finishReplaceLocked ends a Replace: the first one defines the initial

@@ -1,10 +1,6 @@
 package informer
 
-import (
-	"errors"
-
-	toolscache "k8s.io/client-go/tools/cache"
-)
+import "errors"
 
 // Streaming the initial list: client-go's Reflector collects a whole list
 // (every page, or every event of a WatchList stream) before it hands it to
@@ -55,20 +51,9 @@ func (f *DeltaFIFO) appendInitial(part []any) error {
 	defer f.mu.Unlock()
 	var errs []error
 	for _, obj := range part {
-		obj, err := f.transformed(Replaced, obj)
-		if err != nil {
+		if _, _, err := f.queueListedLocked(obj); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		if !f.admitsLocked(obj) {
-			continue
-		}
-		key, err := f.KeyOf(obj)
-		if err != nil {
-			errs = append(errs, toolscache.KeyError{Obj: obj, Err: err})
-			continue
-		}
-		f.appendLocked(key, Delta{Type: Replaced, Object: obj})
 	}
 	return errors.Join(errs...)
 }
