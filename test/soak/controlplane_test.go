@@ -67,7 +67,9 @@ func startControlPlane(t *testing.T) *controlPlane {
 	if err := apiextensionsv1.AddToScheme(cp.scheme); err != nil {
 		t.Fatal(err)
 	}
-	cp.env = &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{cp.crdDir}}
+	// Generous timeouts: the kube-apiserver restarts during the run, on a busy machine.
+	cp.env = &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{cp.crdDir},
+		ControlPlaneStartTimeout: 2 * time.Minute, ControlPlaneStopTimeout: time.Minute}
 	api := cp.env.ControlPlane.GetAPIServer()
 	// A certificate directory of our own outlives a restart of the kube-apiserver
 	// (envtest's own is removed at Stop): the same serving certificate, client CA
