@@ -146,6 +146,7 @@ func postJSON(ctx context.Context, url string, body, out any) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Close = true // no idle connection left for the goroutine count
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
