@@ -75,20 +75,7 @@ func TestEnvtestTwoControllersOnOneKindAreTwoHandlerSeries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("manager did not stop")
-		}
-	})
+	runManager(t, mgr)
 
 	// Each controller's handler is called once per ConfigMap (its initial add): two
 	// series of `objects` calls each, not one series of twice as many.
