@@ -22,6 +22,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -59,14 +60,16 @@ func keptRuns(doc string, seed uint64) []string {
 		return nil
 	}
 	var rows []string
+	inTable := false // the text before the table is passed over, the table ends at its first other line
 	for line := range strings.Lines(table) {
 		line = strings.TrimRight(line, "\n")
 		if !strings.HasPrefix(line, "|") {
-			if len(rows) > 0 || strings.TrimSpace(line) != "" {
+			if inTable {
 				break
 			}
 			continue
 		}
+		inTable = true
 		first := strings.TrimSpace(strings.Split(line, "|")[1])
 		if first != "seed" && !strings.HasPrefix(first, "---") && first != fmt.Sprint(seed) {
 			rows = append(rows, line)
@@ -232,3 +235,16 @@ is the whole test process's. The etcd compactions are the soak's own (the kube-a
 periodic compaction is off): each compacts at etcd's current revision and cuts the
 connections, so the watches resume from a resourceVersion older than the compaction.
 `
+
+// A run replaces its seed's row of the runs table and keeps the other seeds' rows.
+func TestReportKeepsTheRunsOfOtherSeeds(t *testing.T) {
+	doc := "# Reliability\n\n" + runsHeading + "\n\nFaults, ...\n\n| seed | duration |\n| ---: | --- |\n" +
+		"| 1 | 10m0s |\n| 2 | 10m0s |\n\nafter the table\n| 3 | not a run |\n"
+	got := keptRuns(doc, 2)
+	if want := []string{"| 1 | 10m0s |"}; !slices.Equal(got, want) {
+		t.Errorf("keptRuns(seed 2) = %q, want %q", got, want)
+	}
+	if got := keptRuns("# no runs table\n| 1 | 10m0s |\n", 2); got != nil {
+		t.Errorf("keptRuns of a report without a runs table = %q, want none", got)
+	}
+}
