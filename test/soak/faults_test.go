@@ -152,11 +152,12 @@ func (in *injector) inject(ctx context.Context, k faultKind) {
 		time.Sleep(min(10*time.Second, time.Until(in.end)))
 		p.SetDelay(0)
 	case faultRestart:
-		away, err := in.cp.restartAPIServer()
+		stopped, started, err := in.cp.restartAPIServer()
 		if err != nil {
 			in.t.Errorf("restarting the kube-apiserver: %v", err)
 		}
-		in.log.restarts = append(in.log.restarts, away)
+		in.t.Logf("kube-apiserver restarted: stopped in %v, started in %v", stopped, started)
+		in.log.restarts = append(in.log.restarts, stopped+started)
 	case faultCompaction:
 		if _, err := in.cp.compactEtcd(ctx); err != nil {
 			in.t.Errorf("compacting etcd: %v", err)

@@ -130,13 +130,14 @@ func (r report) markdown(otherRuns []string) string {
 | relists (by cause) | %.0f (%s) |
 | watches opened (resumes included) | %.0f |
 | list and watch errors Forbidden (while a kind was revoked) | %.0f |
+| list and watch errors (by operation and reason) | %s |
 | largest time from a server write to the cache | %s |
 | time to converge after the writers stopped | %s |
 | final differences | %d |
 | largest heap in use (whole test process, control-plane client included) | %.1f MiB |
 | goroutines left after the cache stopped | %d |
 `, durations(r.faults.restarts), r.delivered, sum(r.pipeline.relists), causes(r.pipeline.relists),
-		r.pipeline.watchStarts, r.pipeline.forbidden, r.maxDelay.Round(time.Millisecond),
+		r.pipeline.watchStarts, r.pipeline.forbidden, causes(r.pipeline.errors), r.maxDelay.Round(time.Millisecond),
 		r.converged.Round(time.Millisecond), r.diffs, float64(r.maxHeap)/(1<<20), r.leftover)
 	b.WriteString(revocationsSection)
 	b.WriteString("\n| kind | revoked for | SyncError Forbidden after | readyz while revoked | SyncError nil after the restore |\n")

@@ -67,7 +67,7 @@ func envInt(name string, def int) int {
 
 func loadSettings(t *testing.T) settings {
 	s := settings{duration: 90 * time.Second, objects: envInt("SOAK_OBJECTS", 300), rate: envInt("SOAK_RATE", 40),
-		writers: envInt("SOAK_WRITERS", 4), report: os.Getenv("SOAK_REPORT")}
+		writers: envInt("SOAK_WRITERS", 8), report: os.Getenv("SOAK_REPORT")}
 	if d, err := time.ParseDuration(os.Getenv("SOAK_DURATION")); err == nil && d > 0 {
 		s.duration = d
 	}
@@ -418,7 +418,8 @@ func total(diffs map[string][]string) int {
 type pipeline struct {
 	relists     map[string]float64 // by cause
 	watchStarts float64
-	forbidden   float64 // list and watch errors whose reason is Forbidden
+	forbidden   float64            // list and watch errors whose reason is Forbidden
+	errors      map[string]float64 // list and watch errors by "op reason"
 }
 
 // pipelineCounts sums the informers' series.
@@ -431,7 +432,7 @@ func pipelineCounts(t *testing.T) pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pipeline{relists: map[string]float64{}}
+	p := pipeline{relists: map[string]float64{}, errors: map[string]float64{}}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
 			labels := map[string]string{}
@@ -444,6 +445,7 @@ func pipelineCounts(t *testing.T) pipeline {
 			case "deltacache_informer_watch_starts_total":
 				p.watchStarts += m.GetCounter().GetValue()
 			case "deltacache_informer_errors_total":
+				p.errors[labels["op"]+" "+labels["reason"]] += m.GetCounter().GetValue()
 				if labels["reason"] == "Forbidden" {
 					p.forbidden += m.GetCounter().GetValue()
 				}
