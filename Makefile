@@ -98,7 +98,7 @@ test-e2e: manifests generate fmt vet envtest build ## Run the end-to-end suite: 
 # re-created) while writers churn Pods, ConfigMaps and Apps, then checks that every store and
 # handler converged to the server; it writes docs/reliability.md (one row per seed kept).
 # SOAK_DURATION (default 10m), SOAK_SEED (replays a run), SOAK_OBJECTS (per kind, default 5000),
-# SOAK_RATE (writes/s, default 200), SOAK_WRITERS (parallel writers, default 8). `make test` runs
+# SOAK_RATE (writes/s, default 200), SOAK_WRITERS (parallel writers, default 10). `make test` runs
 # it for 90 seconds at a lower rate.
 SOAK_DURATION ?= 10m
 SOAK_OBJECTS ?= 5000

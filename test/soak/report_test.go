@@ -117,10 +117,10 @@ func (r report) markdown(otherRuns []string) string {
 | seed | %d |
 | duration | %s |
 | objects per kind | %d |
-| write rate asked | %d writes/s, %d writers with a client (and a client-side limit of %.0f QPS) each |
+| write rate asked | %d writes/s: %d writers, each with a client of its own limited to %.0f QPS |
 | write rate achieved | %.0f writes/s over the run; %.0f writes/s the median 10-second window |
 | objects written (writes), failed writes | %d, %d |
-`, r.result(), r.seed, r.duration, r.objects, r.rate, r.writers, 2*float64(r.rate)/float64(r.writers),
+`, r.result(), r.seed, r.duration, r.objects, r.rate, r.writers, float64(r.rate)/float64(r.writers),
 		r.load.rate(r.duration), r.load.medianWindow(), r.load.writes.Load(), r.load.failed.Load())
 	for k, n := range r.faults.counts {
 		fmt.Fprintf(&b, "| faults: %s | %d |\n", faultNames[k], n)

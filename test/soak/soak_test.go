@@ -67,7 +67,7 @@ func envInt(name string, def int) int {
 
 func loadSettings(t *testing.T) settings {
 	s := settings{duration: 90 * time.Second, objects: envInt("SOAK_OBJECTS", 300), rate: envInt("SOAK_RATE", 40),
-		writers: envInt("SOAK_WRITERS", 8), report: os.Getenv("SOAK_REPORT")}
+		writers: envInt("SOAK_WRITERS", 10), report: os.Getenv("SOAK_REPORT")}
 	if d, err := time.ParseDuration(os.Getenv("SOAK_DURATION")); err == nil && d > 0 {
 		s.duration = d
 	}

@@ -69,7 +69,8 @@ func (l *load) medianWindow() float64 {
 }
 
 // runWriters churns Pods, ConfigMaps and Apps at st.rate until end with st.writers
-// writers, each with its own client and client-side rate limit, and each owning the
+// writers, each with its own client and client-side rate limit (st.rate/st.writers
+// QPS, which paces it), and each owning the
 // object names whose number is its own modulo st.writers (so that no two writers race
 // on one object). It returns when every writer has.
 func runWriters(ctx context.Context, t *testing.T, cp *controlPlane, writes *sync.Map, st settings,
@@ -79,16 +80,18 @@ func runWriters(ctx context.Context, t *testing.T, cp *controlPlane, writes *syn
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range st.writers {
+		// The client's own limit paces the writer: a writer that fell behind (a slow
+		// write, a server away) catches up within its burst of one second's writes.
 		cfg := rest.CopyConfig(cp.cfg)
 		perWriter := float64(st.rate) / float64(st.writers)
-		cfg.QPS, cfg.Burst = float32(2*perWriter), int(2*perWriter)+1
+		cfg.QPS, cfg.Burst = float32(perWriter), max(1, int(perWriter))
 		c, err := client.New(cfg, client.Options{Scheme: cp.scheme})
 		if err != nil {
 			t.Fatal(err)
 		}
 		wr := &writer{id: w, c: c, writes: writes, st: st, load: l, start: start,
 			rng: rand.New(rand.NewPCG(st.seed, uint64(10+w))), exists: map[string]bool{}}
-		wg.Go(func() { wr.run(ctx, t, time.Duration(float64(time.Second)/perWriter), end) })
+		wg.Go(func() { wr.run(ctx, t, end) })
 	}
 	wg.Wait()
 	return l
@@ -106,11 +109,8 @@ type writer struct {
 	exists map[string]bool
 }
 
-func (w *writer) run(ctx context.Context, t *testing.T, every time.Duration, end time.Time) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+func (w *writer) run(ctx context.Context, t *testing.T, end time.Time) {
 	for time.Now().Before(end) {
-		<-tick.C
 		kind := []string{"Pod", "ConfigMap", "App"}[w.rng.IntN(3)]
 		prefix := map[string]string{"Pod": "p", "ConfigMap": "cm", "App": "app"}[kind]
 		n := w.rng.IntN(w.st.objects/w.st.writers)*w.st.writers + w.id
