@@ -140,7 +140,8 @@ func (r report) markdown(otherRuns []string) string {
 		r.pipeline.watchStarts, r.pipeline.forbidden, causes(r.pipeline.errors), r.maxDelay.Round(time.Millisecond),
 		r.converged.Round(time.Millisecond), r.diffs, float64(r.maxHeap)/(1<<20), r.leftover)
 	b.WriteString(revocationsSection)
-	b.WriteString("\n| kind | revoked for | SyncError Forbidden after | readyz while revoked | SyncError nil after the restore |\n")
+	b.WriteString("\n| kind | revoked for | SyncError Forbidden after | readyz while revoked | " +
+		"SyncError nil after the restore |\n")
 	b.WriteString("| --- | ---: | ---: | --- | ---: |\n")
 	for _, v := range r.faults.revocations {
 		readyz := "ready"
