@@ -292,8 +292,9 @@ func TestSoak(t *testing.T) {
 	faults := <-faultsDone
 	cp.proxy.Blackhole(false)
 	cp.proxy.SetDelay(0)
-	t.Logf("writes: %d (%.0f/s, median 10-s window %.0f/s, %d failed); faults: %v",
-		written.writes.Load(), written.rate(st.duration), written.medianWindow(), written.failed.Load(), faults.counts)
+	t.Logf("writes: %d (%.0f/s, %.0f/s while the kube-apiserver was up, %d failed); faults: %v",
+		written.writes.Load(), written.rate(st.duration), written.rateWhileUp(st.duration, faults.restarts),
+		written.failed.Load(), faults.counts)
 
 	// Within 60 s every store equals the server, and every handler's last view too.
 	diffs := converge(ctx, t, cp.direct, informers)

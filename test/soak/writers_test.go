@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,29 +42,18 @@ type load struct {
 	writers int
 	writes  atomic.Int64 // successful writes
 	failed  atomic.Int64 // writes refused or lost for another reason than the churn's own
-	// perSecond is the successful writes of each second of the run.
-	perSecond []atomic.Int64
 }
 
 // rate is the writes per second over the run.
 func (l *load) rate(d time.Duration) float64 { return float64(l.writes.Load()) / d.Seconds() }
 
-// medianWindow is the median of the writes per second of the run's 10-second windows:
-// the steady rate, which the seconds the kube-apiserver is away do not pull down.
-func (l *load) medianWindow() float64 {
-	var windows []float64
-	for i := 0; i+10 <= len(l.perSecond); i += 10 {
-		sum := int64(0)
-		for j := i; j < i+10; j++ {
-			sum += l.perSecond[j].Load()
-		}
-		windows = append(windows, float64(sum)/10)
+// rateWhileUp is the writes per second over the seconds the kube-apiserver was serving
+// (the run less its restarts, when every write fails): the steady rate.
+func (l *load) rateWhileUp(d time.Duration, restarts []time.Duration) float64 {
+	for _, r := range restarts {
+		d -= r
 	}
-	if len(windows) == 0 {
-		return 0
-	}
-	slices.Sort(windows)
-	return windows[len(windows)/2]
+	return l.rate(d)
 }
 
 // runWriters churns Pods, ConfigMaps and Apps at st.rate until end with st.writers
@@ -76,8 +64,7 @@ func (l *load) medianWindow() float64 {
 func runWriters(ctx context.Context, t *testing.T, cp *controlPlane, writes *sync.Map, st settings,
 	end time.Time,
 ) *load {
-	l := &load{writers: st.writers, perSecond: make([]atomic.Int64, int(st.duration/time.Second)+2)}
-	start := time.Now()
+	l := &load{writers: st.writers}
 	var wg sync.WaitGroup
 	for w := range st.writers {
 		// The client's own limit paces the writer: a writer that fell behind (a slow
@@ -89,7 +76,7 @@ func runWriters(ctx context.Context, t *testing.T, cp *controlPlane, writes *syn
 		if err != nil {
 			t.Fatal(err)
 		}
-		wr := &writer{id: w, c: c, writes: writes, st: st, load: l, start: start,
+		wr := &writer{id: w, c: c, writes: writes, st: st, load: l,
 			rng: rand.New(rand.NewPCG(st.seed, uint64(10+w))), exists: map[string]bool{}}
 		wg.Go(func() { wr.run(ctx, t, end) })
 	}
@@ -104,7 +91,6 @@ type writer struct {
 	writes *sync.Map
 	st     settings
 	load   *load
-	start  time.Time
 	rng    *rand.Rand
 	exists map[string]bool
 }
@@ -120,10 +106,7 @@ func (w *writer) run(ctx context.Context, t *testing.T, end time.Time) {
 				t.Logf("writer %d: %v", w.id, err)
 			}
 		}
-		if ok > 0 {
-			w.load.writes.Add(int64(ok))
-			w.load.perSecond[min(int(time.Since(w.start)/time.Second), len(w.load.perSecond)-1)].Add(int64(ok))
-		}
+		w.load.writes.Add(int64(ok))
 	}
 }
 
