@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
@@ -68,10 +69,13 @@ func runWriters(ctx context.Context, t *testing.T, cp *controlPlane, writes *syn
 	var wg sync.WaitGroup
 	for w := range st.writers {
 		// The client's own limit paces the writer: a writer that fell behind (a slow
-		// write, a server away) catches up within its burst of one second's writes.
+		// write, a server away) catches up within its burst of one second's writes. One
+		// limiter for all its requests: from QPS and Burst, controller-runtime's client
+		// would make one per kind (its REST client per GroupVersionKind), three times
+		// the rate asked.
 		cfg := rest.CopyConfig(cp.cfg)
 		perWriter := float64(st.rate) / float64(st.writers)
-		cfg.QPS, cfg.Burst = float32(perWriter), max(1, int(perWriter))
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(perWriter), max(1, int(perWriter)))
 		c, err := client.New(cfg, client.Options{Scheme: cp.scheme})
 		if err != nil {
 			t.Fatal(err)
