@@ -26,23 +26,22 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/deltacache/deltacache/internal/testenv"
-	dcache "github.com/deltacache/deltacache/pkg/cache"
 )
 
-// Issue #11's third gap, as a user meets it: two controller-runtime controllers of one
-// Manager watch one kind. Each is its own deltacache_handler_* series, with the calls of
-// its own handler only; before, both registered the same Go type and added up in one
-// series.
+// Issue #11's third gap, as a user meets it: two controller-runtime controllers watch
+// one kind (what the builder's For does: source.Kind with EnqueueRequestForObject; the
+// controllers run unmanaged on a cache of the test's own, so that no Manager's event
+// recorder outlives the test). Each is its own deltacache_handler_* series, with the
+// calls of its own handler only; before, both registered the same Go type and added up
+// in one series.
 func TestEnvtestTwoControllersOnOneKindAreTwoHandlerSeries(t *testing.T) {
 	requireEnv(t)
 	ns := createNamespace(t, "two-controllers")
@@ -50,32 +49,35 @@ func TestEnvtestTwoControllersOnOneKindAreTwoHandlerSeries(t *testing.T) {
 	for i := range objects {
 		create(t, newConfigMap(ns, fmt.Sprintf("cm-%d", i), nil, nil))
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.Scheme,
-		NewCache:               dcache.New,
-		Cache:                  crcache.Options{DefaultNamespaces: map[string]crcache.Config{ns: {}}},
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: new(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startEnvCache(t, crcache.Options{DefaultNamespaces: map[string]crcache.Config{ns: {}}})
+	ctx, cancel := context.WithCancel(envCtx(t))
 	var mu sync.Mutex
 	reconciled := map[string]int{} // controller → requests
+	var running sync.WaitGroup
+	t.Cleanup(func() { cancel(); running.Wait() })
 	for _, name := range []string{"first", "second"} {
-		err := builder.ControllerManagedBy(mgr).Named(name + "-" + ns).For(&corev1.ConfigMap{}).
-			Complete(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		ctrl, err := controller.NewUnmanaged(name+"-"+ns, controller.Options{
+			SkipNameValidation: new(true),
+			Reconciler: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
 				mu.Lock()
 				reconciled[name]++
 				mu.Unlock()
 				return reconcile.Result{}, nil
-			}))
+			}),
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
+		forObject := &handler.TypedEnqueueRequestForObject[*corev1.ConfigMap]{}
+		if err := ctrl.Watch(source.Kind(c, &corev1.ConfigMap{}, forObject)); err != nil {
+			t.Fatal(err)
+		}
+		running.Go(func() {
+			if err := ctrl.Start(ctx); err != nil {
+				t.Errorf("controller %s: %v", name, err)
+			}
+		})
 	}
-	runManager(t, mgr)
 
 	// Each controller's handler is called once per ConfigMap (its initial add): two
 	// series of `objects` calls each, not one series of twice as many.
