@@ -93,20 +93,7 @@ func TestEnvtestManagerReconcilesThroughDeltacache(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("manager did not stop")
-		}
-	})
+	ctx := runManager(t, mgr)
 
 	create(t, newConfigMap(ns, "added", map[string]string{appLabel: app}, nil))
 	eventually(t, 20*time.Second, func() error {

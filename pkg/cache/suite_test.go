@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/deltacache/deltacache/internal/testenv"
 	dcache "github.com/deltacache/deltacache/pkg/cache"
@@ -213,4 +214,25 @@ func eventually(t *testing.T, timeout time.Duration, check func() error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// runManager starts mgr until the test ends (then waits up to 30 s for it to stop) and
+// returns the context it runs with.
+func runManager(t *testing.T, mgr manager.Manager) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("manager did not stop")
+		}
+	})
+	return ctx
 }

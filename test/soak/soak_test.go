@@ -24,14 +24,10 @@ package soak
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,23 +35,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
-	"github.com/deltacache/deltacache/internal/faultproxy"
-	"github.com/deltacache/deltacache/internal/testenv"
 	dcache "github.com/deltacache/deltacache/pkg/cache"
 	"github.com/deltacache/deltacache/pkg/informer"
 )
@@ -66,6 +54,7 @@ type settings struct {
 	duration time.Duration
 	objects  int // per kind
 	rate     int // writes per second, all kinds
+	writers  int // writers, each with its own client
 	report   string
 }
 
@@ -78,7 +67,7 @@ func envInt(name string, def int) int {
 
 func loadSettings(t *testing.T) settings {
 	s := settings{duration: 90 * time.Second, objects: envInt("SOAK_OBJECTS", 300), rate: envInt("SOAK_RATE", 40),
-		report: os.Getenv("SOAK_REPORT")}
+		writers: envInt("SOAK_WRITERS", 10), report: os.Getenv("SOAK_REPORT")}
 	if d, err := time.ParseDuration(os.Getenv("SOAK_DURATION")); err == nil && d > 0 {
 		s.duration = d
 	}
@@ -87,7 +76,8 @@ func loadSettings(t *testing.T) settings {
 	} else {
 		s.seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("SOAK_SEED=%d SOAK_DURATION=%s SOAK_OBJECTS=%d SOAK_RATE=%d", s.seed, s.duration, s.objects, s.rate)
+	t.Logf("SOAK_SEED=%d SOAK_DURATION=%s SOAK_OBJECTS=%d SOAK_RATE=%d SOAK_WRITERS=%d",
+		s.seed, s.duration, s.objects, s.rate, s.writers)
 	return s
 }
 
@@ -187,61 +177,6 @@ func panickyHandler() toolscache.ResourceEventHandler {
 	}
 }
 
-// faultCounts are the faults injected, by kind.
-type faultCounts struct{ cuts, blackholes, slow, crdRecreated int }
-
-// compactionInterval is the kube-apiserver's etcd compaction interval in the soak.
-const compactionInterval = 20 * time.Second
-
-// controlPlane is the envtest control plane with the proxy in front of it.
-type controlPlane struct {
-	scheme  *k8sruntime.Scheme
-	cfg     *rest.Config // direct
-	proxied *rest.Config // through the proxy
-	direct  client.Client
-	proxy   *faultproxy.TCPProxy
-	crdDir  string
-}
-
-func startControlPlane(t *testing.T) *controlPlane {
-	t.Helper()
-	assets := testenv.AssetsDir(filepath.Join("..", ".."))
-	if assets == "" {
-		t.Skip("envtest binaries not found: set KUBEBUILDER_ASSETS=$(bash hack/envtest-binaries.sh)")
-	}
-	cp := &controlPlane{scheme: clientgoscheme.Scheme, crdDir: filepath.Join("..", "..", "config", "crd", "bases")}
-	if err := demov1alpha1.AddToScheme(cp.scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := apiextensionsv1.AddToScheme(cp.scheme); err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: []string{cp.crdDir}}
-	// etcd compaction by the kube-apiserver, often: watches resumed after a fault
-	// from an RV older than the compaction get 410 and must relist.
-	env.ControlPlane.GetAPIServer().Configure().Set("etcd-compaction-interval", compactionInterval.String())
-	var err error
-	if cp.cfg, err = env.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	if cp.direct, err = client.New(cp.cfg, client.Options{Scheme: cp.scheme}); err != nil {
-		t.Fatal(err)
-	}
-	target, err := url.Parse(cp.cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cp.proxy, err = faultproxy.NewTCPProxy(target.Host); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.proxy.Close() })
-	cp.proxied = rest.CopyConfig(cp.cfg)
-	cp.proxied.Host = "https://" + cp.proxy.Addr()
-	cp.proxied.QPS, cp.proxied.Burst = 200, 400
-	return cp
-}
-
 // watchAll starts the informers under test, each with a recording, a slow and a
 // panicking handler.
 func watchAll(ctx context.Context, t *testing.T, c crcache.Cache, writes *sync.Map) []*watched {
@@ -279,46 +214,6 @@ func watchAll(ctx context.Context, t *testing.T, c crcache.Cache, writes *sync.M
 	return informers
 }
 
-// injectFaults injects faults drawn from the seed until end.
-func injectFaults(ctx context.Context, t *testing.T, cp *controlPlane, st settings, end time.Time) faultCounts {
-	var faults faultCounts
-	rng := rand.New(rand.NewPCG(st.seed, 1))
-	scale := min(1.0, st.duration.Seconds()/600) // blackholes 10–60 s in 10 minutes, shorter in shorter runs
-	for {
-		wait := time.Duration(3+rng.IntN(6)) * time.Second
-		if time.Now().Add(wait).After(end) {
-			return faults
-		}
-		time.Sleep(wait)
-		switch rng.IntN(4) {
-		case 3:
-			if faults.crdRecreated >= 2 || time.Until(end) < 30*time.Second {
-				cp.proxy.Cut()
-				faults.cuts++
-				break
-			}
-			if err := recreateCRD(ctx, cp.direct, cp.cfg, cp.crdDir); err != nil {
-				t.Errorf("re-creating the App CRD: %v", err)
-			}
-			faults.crdRecreated++
-		case 0:
-			cp.proxy.Cut()
-			faults.cuts++
-		case 1:
-			d := time.Duration(float64(10+rng.IntN(51))*scale*float64(time.Second)) + time.Second
-			faults.blackholes++
-			cp.proxy.Blackhole(true)
-			time.Sleep(min(d, time.Until(end)))
-			cp.proxy.Blackhole(false)
-		case 2:
-			faults.slow++
-			cp.proxy.SetDelay(time.Duration(20+rng.IntN(80)) * time.Millisecond)
-			time.Sleep(min(10*time.Second, time.Until(end)))
-			cp.proxy.SetDelay(0)
-		}
-	}
-}
-
 // converge compares until there is no difference or 60 s passed.
 func converge(ctx context.Context, t *testing.T, c client.Client, informers []*watched) map[string][]string {
 	deadline := time.Now().Add(60 * time.Second)
@@ -351,12 +246,16 @@ func TestSoak(t *testing.T) {
 	if err := cp.direct.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	if err := grantAll(ctx, cp.direct); err != nil {
+		t.Fatal(err)
+	}
 
 	goroutinesBefore := runtime.NumGoroutine()
-	c, err := dcache.NewWith(dcache.WithLabelIndexes("app"))(cp.proxied, crcache.Options{Scheme: cp.scheme})
+	cc, err := dcache.NewWith(dcache.WithLabelIndexes("app"))(cp.proxied, crcache.Options{Scheme: cp.scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := cc.(*dcache.Cache)
 	if err := c.IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}); err != nil {
@@ -387,14 +286,15 @@ func TestSoak(t *testing.T) {
 
 	// Faults and writers, both drawn from the seed.
 	end := time.Now().Add(st.duration)
-	faultsDone := make(chan faultCounts, 1)
-	go func() { faultsDone <- injectFaults(ctx, t, cp, st, end) }()
-	written := writeLoop(ctx, t, cp.direct, writes, st, end)
+	faultsDone := make(chan faultLog, 1)
+	go func() { faultsDone <- newInjector(t, cp, c, st, end).run(ctx) }()
+	written := runWriters(ctx, t, cp, writes, st, end)
 	faults := <-faultsDone
 	cp.proxy.Blackhole(false)
 	cp.proxy.SetDelay(0)
-	t.Logf("writes: %d; faults: %d cuts, %d blackholes, %d slow links, %d CRD re-creations",
-		written, faults.cuts, faults.blackholes, faults.slow, faults.crdRecreated)
+	t.Logf("writes: %d (%.0f/s, %.0f/s while the kube-apiserver was up, %d failed); faults: %v",
+		written.writes.Load(), written.rate(st.duration), written.rateWhileUp(st.duration, faults.restarts),
+		written.failed.Load(), faults.counts)
 
 	// Within 60 s every store equals the server, and every handler's last view too.
 	diffs := converge(ctx, t, cp.direct, informers)
@@ -413,7 +313,7 @@ func TestSoak(t *testing.T) {
 			t.Errorf("%s: HasSynced went back to false", w.name)
 		}
 	}
-	relists, watchStarts := pipelineCounts(t)
+	pipeline := pipelineCounts(t)
 
 	stopCache()
 	if err := <-cacheDone; err != nil {
@@ -427,105 +327,14 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d goroutines left after the cache stopped:\n%s", leftover, buf[:runtime.Stack(buf, true)])
 	}
 
-	r := report{settings: st, faults: faults, compactions: int(st.duration / compactionInterval),
-		written: written, delivered: delivered, relists: relists, watchStarts: watchStarts,
+	r := report{settings: st, faults: faults, load: written, delivered: delivered, pipeline: pipeline,
 		maxDelay: maxDelay, converged: converged, diffs: total(diffs),
 		maxHeap: maxHeap.Load(), leftover: leftover, passed: !t.Failed()}
-	t.Log(r.markdown())
+	t.Log(r.markdown(nil))
 	if st.report != "" {
-		if err := os.WriteFile(st.report, []byte(r.markdown()), 0o644); err != nil {
+		if err := r.write(st.report); err != nil {
 			t.Error(err)
 		}
-	}
-}
-
-// writeLoop creates, updates and deletes objects of the three kinds at st.rate
-// until end, with deletes followed by re-creates under the same name; it returns
-// the number of writes.
-func writeLoop(ctx context.Context, t *testing.T, c client.Client, writes *sync.Map, st settings, end time.Time) int {
-	rng := rand.New(rand.NewPCG(st.seed, 2))
-	exists := map[string]bool{}
-	n, failed := 0, 0
-	tick := time.NewTicker(time.Second / time.Duration(st.rate))
-	defer tick.Stop()
-	for time.Now().Before(end) {
-		<-tick.C
-		kind := []string{"Pod", "ConfigMap", "App"}[rng.IntN(3)]
-		prefix := map[string]string{"Pod": "p", "ConfigMap": "cm", "App": "app"}[kind]
-		name := fmt.Sprintf("%s-%d", prefix, rng.IntN(st.objects))
-		id := kind + "/" + name
-		obj := newObject(kind, name, rng.IntN(10))
-		var err error
-		op := rng.IntN(10)
-		switch {
-		case !exists[id]:
-			err = c.Create(ctx, obj)
-			if apierrors.IsAlreadyExists(err) {
-				err = nil
-			}
-			exists[id] = err == nil
-		case op < 6:
-			err = c.Patch(ctx, obj, client.Merge)
-		default:
-			err = c.Delete(ctx, obj)
-			exists[id] = false
-			if op == 9 && err == nil { // re-created at once, under the same name
-				obj = newObject(kind, name, rng.IntN(10))
-				err = c.Create(ctx, obj)
-				exists[id] = err == nil
-				n++
-			}
-		}
-		crdGoing := apierrors.IsForbidden(err) && strings.Contains(err.Error(), "terminating")
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || crdGoing {
-			exists[id] = false // deleted with its CRD, or the CRD is being re-created
-		} else if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			if failed++; failed <= 5 {
-				t.Logf("write %s: %v", id, err)
-			}
-		}
-		if err == nil {
-			writes.Store(kind+"/soak/"+name+"@"+obj.GetResourceVersion(), time.Now())
-		}
-		n++
-	}
-	return n
-}
-
-// recreateCRD deletes the App CRD (the server deletes every App with it), waits
-// until it is gone, and installs it again.
-func recreateCRD(ctx context.Context, c client.Client, cfg *rest.Config, dir string) error {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	key := client.ObjectKey{Name: "apps." + demov1alpha1.GroupVersion.Group}
-	if err := c.Get(ctx, key, crd); err != nil {
-		return err
-	}
-	if err := c.Delete(ctx, crd); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for !apierrors.IsNotFound(c.Get(ctx, key, &apiextensionsv1.CustomResourceDefinition{})) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("CRD %s still there after 2 minutes", key.Name)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	time.Sleep(2 * time.Second)
-	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{dir}})
-	return err
-}
-
-func newObject(kind, name string, v int) client.Object {
-	labels := map[string]string{"app": "a" + strconv.Itoa(v%3), "v": strconv.Itoa(v)}
-	om := metav1.ObjectMeta{Namespace: "soak", Name: name, Labels: labels}
-	switch kind {
-	case "Pod":
-		containers := []corev1.Container{{Name: "c", Image: "busybox"}}
-		return &corev1.Pod{ObjectMeta: om, Spec: corev1.PodSpec{Containers: containers}}
-	case "ConfigMap":
-		return &corev1.ConfigMap{ObjectMeta: om, Data: map[string]string{"v": strconv.Itoa(v)}}
-	default:
-		return &demov1alpha1.App{ObjectMeta: om, Spec: demov1alpha1.AppSpec{MinReady: int32(v)}}
 	}
 }
 
@@ -606,8 +415,16 @@ func total(diffs map[string][]string) int {
 	return n
 }
 
-// pipelineCounts sums relists and watch starts over the informers' series.
-func pipelineCounts(t *testing.T) (relists, watchStarts float64) {
+// pipeline is what the informers' series counted over the run.
+type pipeline struct {
+	relists     map[string]float64 // by cause
+	watchStarts float64
+	forbidden   float64            // list and watch errors whose reason is Forbidden
+	errors      map[string]float64 // list and watch errors by "op reason"
+}
+
+// pipelineCounts sums the informers' series.
+func pipelineCounts(t *testing.T) pipeline {
 	reg := prometheus.NewRegistry()
 	if err := informer.RegisterMetrics(reg); err != nil {
 		t.Fatal(err)
@@ -616,17 +433,27 @@ func pipelineCounts(t *testing.T) (relists, watchStarts float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := pipeline{relists: map[string]float64{}, errors: map[string]float64{}}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
 			switch f.GetName() {
 			case "deltacache_informer_relists_total":
-				relists += m.GetCounter().GetValue()
+				p.relists[labels["cause"]] += m.GetCounter().GetValue()
 			case "deltacache_informer_watch_starts_total":
-				watchStarts += m.GetCounter().GetValue()
+				p.watchStarts += m.GetCounter().GetValue()
+			case "deltacache_informer_errors_total":
+				p.errors[labels["op"]+" "+labels["reason"]] += m.GetCounter().GetValue()
+				if labels["reason"] == "Forbidden" {
+					p.forbidden += m.GetCounter().GetValue()
+				}
 			}
 		}
 	}
-	return relists, watchStarts
+	return p
 }
 
 // goroutinesLeft waits up to 10 s for the goroutines to fall back to before and
