@@ -35,8 +35,14 @@ const (
 
 // readScaffold returns a file kubebuilder v4.16.0 scaffolded (`kubebuilder init --domain
 // example.com --repo example.com/ref`), kept in testdata/.
+//
+// The fixture's go.mod is kept as go.mod.fixture: a go.mod in the tree would make it a
+// module of its own, which the repository's controller-gen run (paths=./...) loads and fails on.
 func readScaffold(t *testing.T, path string) string {
 	t.Helper()
+	if path == goModPath {
+		path = goModPath + ".fixture"
+	}
 	b, err := os.ReadFile(scaffoldDir + path)
 	if err != nil {
 		t.Fatal(err)
