@@ -152,6 +152,17 @@ func TestEvaluateAppliesBoundsInTheirDirection(t *testing.T) {
 	if res := Evaluate(grown, Targets(o))[stuckAt]; res.Met {
 		t.Errorf("memory growing 5× above the floor: %+v, want missed", res)
 	}
+	// Nothing held after the few events: no growth ratio, but bounded by the floor.
+	none := Results{}
+	none.Add(SectionStuck, Deltacache, Values{FigStuckFew: {0}, FigStuckMany: {0.05}})
+	if res := Evaluate(none, Targets(o))[stuckAt]; !res.Measured || !res.Met {
+		t.Errorf("0 MiB then 0.05 MiB: %+v, want measured and met (under the floor)", res)
+	}
+	none = Results{}
+	none.Add(SectionStuck, Deltacache, Values{FigStuckFew: {0}, FigStuckMany: {500}})
+	if res := Evaluate(none, Targets(o))[stuckAt]; res.Met {
+		t.Errorf("0 MiB then 500 MiB: %+v, want not met", res)
+	}
 }
 
 func TestReportNamesEveryFigureAndRatio(t *testing.T) {
