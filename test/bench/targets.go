@@ -100,14 +100,15 @@ func Evaluate(r Results, targets []Target) []TargetResult {
 		res := TargetResult{Target: t}
 		if t.Section == SectionStuck {
 			res.Ratio, res.Measured = stuckGrowth(r, Deltacache)
-			if many, ok := r.Median(SectionStuck, FigStuckMany, Deltacache); ok && !res.Measured && many <= t.FloorMiB {
-				// Nothing held after the few events (so no growth ratio), and
-				// under the floor after the many: bounded all the same.
-				res.Measured = true
-				res.Detail = fmt.Sprintf("deltacache holds %s MiB after the many events (floor %s MiB)",
-					formatNumber(many), formatNumber(t.FloorMiB))
-			}
-			if cg, ok := stuckGrowth(r, ClientGo); ok && res.Measured && res.Detail == "" {
+			if !res.Measured {
+				// Nothing held after the few events (so no growth ratio): bounded
+				// if what the many events leave is under the floor.
+				if many, ok := r.Median(SectionStuck, FigStuckMany, Deltacache); ok && many <= t.FloorMiB {
+					res.Measured = true
+					res.Detail = fmt.Sprintf("deltacache holds %s MiB after the many events (floor %s MiB)",
+						formatNumber(many), formatNumber(t.FloorMiB))
+				}
+			} else if cg, ok := stuckGrowth(r, ClientGo); ok {
 				few, _ := r.Median(SectionStuck, FigStuckFew, Deltacache)
 				many, _ := r.Median(SectionStuck, FigStuckMany, Deltacache)
 				cgFew, _ := r.Median(SectionStuck, FigStuckFew, ClientGo)
