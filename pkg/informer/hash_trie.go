@@ -25,9 +25,35 @@ type trie[V any] struct {
 	size int
 }
 
-// edit marks the nodes that one batch of writes owns. It is not empty, so
-// that every token has its own address.
-type edit struct{ _ byte }
+// edit marks the nodes that one batch of writes owns. It also keeps the
+// nodes the batch grew in place (appending to a node it owns leaves spare
+// room), so that trim can give the room back before the trie is published.
+type edit struct {
+	grown []trimmable
+}
+
+// trimmable is a trie node of any value type.
+type trimmable interface {
+	trim()
+	hasSpare() bool
+}
+
+// trim drops the spare capacity of every node the token's writes grew in
+// place. Call it once the batch's writes are done, before publishing.
+func (ed *edit) trim() {
+	for _, n := range ed.grown {
+		n.trim()
+	}
+	ed.grown = nil
+}
+
+// grew records that n, which ed owned before the write, was grown in place
+// if its capacity changed from dataCap/nodesCap.
+func (ed *edit) grew(n trimmable, dataCap, nodesCap, newDataCap, newNodesCap int) {
+	if dataCap != newDataCap || nodesCap != newNodesCap {
+		ed.grown = append(ed.grown, n)
+	}
+}
 
 // trieEntry is one key/value pair. The key's hash is not kept (it is
 // recomputed in the rare case an entry moves down a level): every byte of a
@@ -155,19 +181,50 @@ func (n *trieNode[V]) each(fn func(key string, val V) bool) bool {
 func slot(bitmap, bit uint32) int { return bits.OnesCount32(bitmap & (bit - 1)) }
 
 // editable returns n itself if ed owns it, else a copy that ed owns.
-func (n *trieNode[V]) editable(ed *edit) *trieNode[V] {
+func (n *trieNode[V]) editable(ed *edit) *trieNode[V] { return n.editableFor(ed, 0, 0) }
+
+// editableFor is editable for a write that will add extraData entries and
+// extraNodes sub-nodes (0 or 1 each): a copy gets exactly that much room, so
+// that the write leaves it full and commit has nothing to trim (a copy with
+// spare room would be copied a second time there). A node ed owns already
+// grows by appending.
+func (n *trieNode[V]) editableFor(ed *edit, extraData, extraNodes int) *trieNode[V] {
 	if n.owner == ed {
 		return n
 	}
 	m := &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed}
-	if len(n.data) > 0 {
-		m.data = make([]trieEntry[V], len(n.data), len(n.data)+1)
+	if len(n.data)+extraData > 0 {
+		m.data = make([]trieEntry[V], len(n.data), len(n.data)+extraData)
 		copy(m.data, n.data)
 	}
-	if len(n.nodes) > 0 {
-		m.nodes = slices.Clone(n.nodes)
+	if len(n.nodes)+extraNodes > 0 {
+		m.nodes = make([]*trieNode[V], len(n.nodes), len(n.nodes)+extraNodes)
+		copy(m.nodes, n.nodes)
 	}
 	return m
+}
+
+// pushDown returns n, or a copy ed owns, with its entry at data index i
+// replaced by the sub-node sub at slot bit.
+func (n *trieNode[V]) pushDown(ed *edit, i int, bit uint32, sub *trieNode[V]) *trieNode[V] {
+	at := slot(n.nodeMap, bit)
+	if n.owner == ed {
+		n.data = slices.Delete(n.data, i, i+1)
+		n.nodes = slices.Insert(n.nodes, at, sub)
+		ed.spare(n)
+	} else {
+		m := &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed}
+		if len(n.data) > 1 {
+			m.data = make([]trieEntry[V], 0, len(n.data)-1)
+			m.data = append(append(m.data, n.data[:i]...), n.data[i+1:]...)
+		}
+		m.nodes = make([]*trieNode[V], 0, len(n.nodes)+1)
+		m.nodes = append(append(append(m.nodes, n.nodes[:at]...), sub), n.nodes[at:]...)
+		n = m
+	}
+	n.dataMap &^= bit
+	n.nodeMap |= bit
+	return n
 }
 
 // set stores e, whose key hashes to h under hf, in the sub-trie at shift
@@ -181,8 +238,12 @@ func (n *trieNode[V]) set(ed *edit, e trieEntry[V], h uint64, shift uint, hf has
 				return m, false
 			}
 		}
-		m := n.editable(ed)
+		m := n.editableFor(ed, 1, 0)
+		c := cap(m.data)
 		m.data = append(m.data, e)
+		if m == n {
+			ed.grew(m, c, 0, cap(m.data), 0)
+		}
 		return m, true
 	}
 	bit := uint32(1) << ((h >> shift) & trieMask)
@@ -196,12 +257,7 @@ func (n *trieNode[V]) set(ed *edit, e trieEntry[V], h uint64, shift uint, hf has
 		}
 		// Two keys share this slot: push both down into a sub-node.
 		sub := pair(ed, n.data[i], hf(n.data[i].key), e, h, shift+trieBits)
-		m := n.editable(ed)
-		m.data = slices.Delete(m.data, i, i+1)
-		m.dataMap &^= bit
-		m.nodes = slices.Insert(m.nodes, slot(m.nodeMap, bit), sub)
-		m.nodeMap |= bit
-		return m, true
+		return n.pushDown(ed, i, bit, sub), true
 	case n.nodeMap&bit != 0:
 		j := slot(n.nodeMap, bit)
 		child := n.nodes[j]
@@ -213,9 +269,13 @@ func (n *trieNode[V]) set(ed *edit, e trieEntry[V], h uint64, shift uint, hf has
 		m.nodes[j] = c
 		return m, added
 	default:
-		m := n.editable(ed)
+		m := n.editableFor(ed, 1, 0)
+		c := cap(m.data)
 		m.data = slices.Insert(m.data, slot(m.dataMap, bit), e)
 		m.dataMap |= bit
+		if m == n {
+			ed.grew(m, c, 0, cap(m.data), 0)
+		}
 		return m, true
 	}
 }
@@ -242,6 +302,7 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 			if n.data[i].key == key {
 				m := n.editable(ed)
 				m.data = slices.Delete(m.data, i, i+1)
+				ed.spare(m)
 				return m, true
 			}
 		}
@@ -257,6 +318,7 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 		m := n.editable(ed)
 		m.data = slices.Delete(m.data, i, i+1)
 		m.dataMap &^= bit
+		ed.spare(m)
 		return m, true
 	case n.nodeMap&bit != 0:
 		j := slot(n.nodeMap, bit)
@@ -267,11 +329,12 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 		}
 		if c.nodeMap == 0 && len(c.data) == 1 {
 			// Keep the trie canonical: a lone entry moves up into this node.
-			m := n.editable(ed)
+			m := n.editableFor(ed, 1, 0)
 			m.nodes = slices.Delete(m.nodes, j, j+1)
 			m.nodeMap &^= bit
 			m.data = slices.Insert(m.data, slot(m.dataMap, bit), c.data[0])
 			m.dataMap |= bit
+			ed.spare(m)
 			return m, true
 		}
 		if c == child {
@@ -285,22 +348,33 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 	}
 }
 
-// walkOwned trims the spare capacity of n and of every descendant that ed
-// owns, and calls fn for each of them. Only the nodes ed owns are visited:
-// a node ed does not own was not changed under ed, nor was anything below
-// it. Call it before the nodes are published.
-func (n *trieNode[V]) walkOwned(ed *edit, fn func(*trieNode[V])) {
-	if n.owner != ed {
-		return
+// spare records n for trim if it has spare capacity (left by a delete).
+func (ed *edit) spare(n trimmable) {
+	if n.hasSpare() {
+		ed.grown = append(ed.grown, n)
 	}
+}
+
+// hasSpare reports whether n has room it does not use.
+func (n *trieNode[V]) hasSpare() bool { return cap(n.data) > len(n.data) || cap(n.nodes) > len(n.nodes) }
+
+// trim drops n's spare capacity (room left by appending in place).
+func (n *trieNode[V]) trim() {
 	if cap(n.data) > len(n.data) {
-		n.data = slices.Clone(n.data)
+		n.data = exactCopy(n.data)
 	}
 	if cap(n.nodes) > len(n.nodes) {
-		n.nodes = slices.Clone(n.nodes)
+		n.nodes = exactCopy(n.nodes)
 	}
-	fn(n)
-	for _, c := range n.nodes {
-		c.walkOwned(ed, fn)
+}
+
+// exactCopy returns a copy of s with no spare capacity (slices.Clone may
+// round the capacity up to the allocator's size class), nil if s is empty.
+func exactCopy[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
 	}
+	c := make([]T, len(s))
+	copy(c, s)
+	return c
 }

@@ -153,3 +153,54 @@ func TestTrieEditTokenMutatesOnlyItsOwnNodes(t *testing.T) {
 		t.Fatal("writes under a new token changed the published trie")
 	}
 }
+
+// spareNodes counts the nodes of the sub-trie at n with unused capacity.
+func spareNodes[V any](n *trieNode[V]) int {
+	if n == nil {
+		return 0
+	}
+	count := 0
+	if n.hasSpare() {
+		count++
+	}
+	for _, c := range n.nodes {
+		count += spareNodes(c)
+	}
+	return count
+}
+
+// TestTrieTrimLeavesNoSpareRoom writes batches of sets and deletes (several
+// into the same nodes) under one token each: before trim some nodes grew in
+// place; after it, no node of the trie keeps unused capacity, and the content
+// is the map's.
+func TestTrieTrimLeavesNoSpareRoom(t *testing.T) {
+	var tr trie[int]
+	want := map[string]int{}
+	grewSome := false
+	for round := range 20 {
+		ed := &edit{}
+		for i := range 400 {
+			k := fmt.Sprintf("k%d", (round*137+i*7)%3000)
+			if i%5 == 4 {
+				tr, _ = tr.del(ed, k)
+				delete(want, k)
+				continue
+			}
+			tr = tr.set(ed, k, i)
+			want[k] = i
+		}
+		if spareNodes(tr.root) > 0 {
+			grewSome = true
+		}
+		ed.trim()
+		if n := spareNodes(tr.root); n != 0 {
+			t.Fatalf("round %d: %d nodes keep spare capacity after trim", round, n)
+		}
+	}
+	if !grewSome {
+		t.Fatal("no batch grew a node in place: the test does not exercise trim")
+	}
+	if got := trieContent(t, tr); !maps.Equal(got, want) {
+		t.Fatalf("content differs from the map: %d entries, want %d", len(got), len(want))
+	}
+}

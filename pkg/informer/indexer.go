@@ -469,6 +469,7 @@ func (t *shardTable) indexAll() {
 			}
 		}
 	}
+	ed.trim()
 	t.indices.Store(set)
 }
 

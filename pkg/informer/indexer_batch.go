@@ -175,9 +175,7 @@ func (b *writeBatch) commit() {
 		t.shards[slot].Store(s)
 	}
 	if b.idx != nil {
-		for i := range b.idx.byName {
-			trimIndex(b.ed, b.idx.byName[i])
-		}
+		b.ed.trim()
 		t.indices.Store(b.idx)
 	}
 	if b.added != 0 {
@@ -198,21 +196,4 @@ func (b *writeBatch) commit() {
 	}
 	b.ix.writeMu.Unlock()
 	*b = writeBatch{}
-}
-
-// trimIndex drops the spare capacity of the nodes of idx, and of its buckets,
-// that the batch's edit token ed owns (the nodes it changed in place, which
-// grew by appending). Nodes ed does not own were not changed by the batch,
-// nor were their descendants.
-func trimIndex(ed *edit, idx trie[bucket]) {
-	if idx.root == nil || idx.root.owner != ed {
-		return
-	}
-	idx.root.walkOwned(ed, func(n *trieNode[bucket]) {
-		for i := range n.data {
-			if b := n.data[i].val; b.root != nil && b.root.owner == ed {
-				b.root.walkOwned(ed, func(*trieNode[*entry]) {})
-			}
-		}
-	})
 }

@@ -282,3 +282,38 @@ func TestFootprintLayersAreMeasuredAndPositive(t *testing.T) {
 		t.Errorf("payload %v B and decoded pod %v B per pod, want 500–1200 and at least 3× more", p, d)
 	}
 }
+
+// TestMemoryListerWatcherListsInKeyOrder checks the list order is kube-apiserver's
+// (sorted by namespace/name), not the order pods were built in, where consecutive pods
+// belong to different apps.
+func TestMemoryListerWatcherListsInKeyOrder(t *testing.T) {
+	pods := ServerPods(NewLayout(1000))
+	if pods[0].Labels[appLabel] == pods[1].Labels[appLabel] {
+		t.Fatal("the layout puts consecutive pods in one app: the test shows nothing")
+	}
+	obj, err := NewMemoryListerWatcher(pods, "1001").List(metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := obj.(*corev1.PodList).Items
+	if len(items) != len(pods) {
+		t.Fatalf("listed %d pods, want %d", len(items), len(pods))
+	}
+	seen := map[string]bool{}
+	for i := range items {
+		if i > 0 {
+			prev, cur := items[i-1].Namespace+"/"+items[i-1].Name, items[i].Namespace+"/"+items[i].Name
+			if prev >= cur {
+				t.Fatalf("item %d: %s listed after %s", i, cur, prev)
+			}
+		}
+		seen[items[i].Name] = true
+	}
+	if len(seen) != len(pods) {
+		t.Fatalf("listed %d distinct pods, want %d", len(seen), len(pods))
+	}
+	if items[0].Labels[appLabel] != items[1].Labels[appLabel] {
+		t.Fatalf("the first two listed pods are of apps %q and %q: one app's pods are not together",
+			items[0].Labels[appLabel], items[1].Labels[appLabel])
+	}
+}

@@ -17,8 +17,10 @@ limitations under the License.
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -38,10 +40,14 @@ import (
 //
 // Each page is a fresh []corev1.Pod holding shallow copies of the pods, as a decoded
 // list is a fresh array: an informer that keeps pointers into the page and one that
-// copies the items retain the same memory.
+// copies the items retain the same memory. Pods are listed in the order of their keys
+// (namespace/name), as kube-apiserver lists them (etcd ranges, and the watch cache,
+// are sorted by key): the pods of one app come together, as from a real server.
 type MemoryListerWatcher struct {
 	pods []corev1.Pod
-	rv   string
+	// order is the positions in pods sorted by key: the list order.
+	order []int
+	rv    string
 
 	mu      sync.Mutex
 	watches []*Watch
@@ -56,7 +62,15 @@ var (
 // NewMemoryListerWatcher serves pods (not copied; do not modify them afterwards) at
 // resourceVersion rv.
 func NewMemoryListerWatcher(pods []corev1.Pod, rv string) *MemoryListerWatcher {
-	return &MemoryListerWatcher{pods: pods, rv: rv, opened: make(chan struct{})}
+	order := make([]int, len(pods))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		pa, pb := &pods[a], &pods[b]
+		return cmp.Or(cmp.Compare(pa.Namespace, pb.Namespace), cmp.Compare(pa.Name, pb.Name))
+	})
+	return &MemoryListerWatcher{pods: pods, order: order, rv: rv, opened: make(chan struct{})}
 }
 
 // IsWatchListSemanticsUnSupported returns true: lists are served by List only.
@@ -85,7 +99,9 @@ func (m *MemoryListerWatcher) ListWithContext(_ context.Context, opts metav1.Lis
 		cont = strconv.Itoa(end)
 	}
 	items := make([]corev1.Pod, end-start)
-	copy(items, m.pods[start:end])
+	for i, at := range m.order[start:end] {
+		items[i] = m.pods[at]
+	}
 	return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: m.rv, Continue: cont}, Items: items}, nil
 }
 
