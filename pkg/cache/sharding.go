@@ -70,7 +70,9 @@ type Sharding struct {
 // ring records their release, and objects that enter it are delivered as Adds;
 // another replica serves a slot only after its owner released it or the owner's
 // Lease expired. When Start's context ends, the replica leaves the ring (its Lease is
-// deleted), so the others take its slots over at once.
+// deleted), so the others take its slots over at once. Reconcilers of sharded kinds
+// wrapped with ShardedReconciler skip requests of slots not served, and a slot is
+// released only once their reconciles of it have returned.
 //
 // Namespace sharding. The server's hash of a namespace name clusters (names that
 // differ in their last characters hash close together), so ranges of it cannot
