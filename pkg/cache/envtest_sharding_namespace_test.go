@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -154,6 +155,35 @@ func (w *nsWorld) createNamespaces(t *testing.T, names []string, pods int) {
 	}
 }
 
+// addPods creates Pod number index in each of the namespaces names.
+func (w *nsWorld) addPods(t *testing.T, names []string, index int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	work := make(chan string)
+	for range 8 {
+		wg.Go(func() {
+			for ns := range work {
+				p := newPod(ns, fmt.Sprintf("pod-%d", index), map[string]string{nsRunLabel: w.run})
+				if _, err := w.cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	for _, ns := range names {
+		work <- ns
+	}
+	close(work)
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Fatalf("%d Pods not created", failed.Load())
+	}
+	for _, ns := range names {
+		w.podsOfNS[ns]++
+	}
+}
+
 // held returns the namespaces of the Pods r holds, with their counts.
 func (r *nsReplica) held() map[string]int {
 	var list corev1.PodList
@@ -220,11 +250,16 @@ func (w *nsWorld) awaitSettled(t *testing.T, replicas []*nsReplica, timeout time
 // caches that shard Pods by namespace over 300 namespaces of two Pods each, with the
 // ShardedListAndWatch gate on (the server filters) and off (each filters on the
 // client): each holds the Pods of the namespaces of its share of the slots (a binomial count
-// within 4 standard deviations), exactly
+// within 5 standard deviations), exactly
 // those whose slot it serves, together all, no namespace on two; a namespace created
 // after the sync is picked up by exactly its owner; when a replica leaves, the others
 // take its namespaces over; no handler receives a Delete.
+//
+// With the gate, each replica receives less than half the bytes of the watch events of
+// one new Pod per namespace that it receives without (ReceivedBytes, the figure of
+// deltacache_apiserver_received_bytes_total; Lease traffic included).
 func TestNamespaceShardedCachesSplitNamespacesFollowNewOnesAndHandThemOver(t *testing.T) {
+	received := map[bool][]int64{} // by gate: bytes each replica received until settled
 	for _, gated := range []bool{true, false} {
 		t.Run(fmt.Sprintf("gate=%v", gated), func(t *testing.T) {
 			requireEnv(t)
@@ -232,12 +267,19 @@ func TestNamespaceShardedCachesSplitNamespacesFollowNewOnesAndHandThemOver(t *te
 			if gated {
 				c = requireGatedEnv(t)
 			}
-			testNamespaceSharding(t, c, gated)
+			received[gated] = testNamespaceSharding(t, c, gated)
 		})
+	}
+	if len(received[true]) == 3 && len(received[false]) == 3 {
+		if on, off := slices.Max(received[true]), slices.Min(received[false]); 2*on >= off {
+			t.Errorf("with the gate a replica received up to %d bytes, without at least %d: want less than half", on, off)
+		}
 	}
 }
 
-func testNamespaceSharding(t *testing.T, c *rest.Config, gated bool) {
+// testNamespaceSharding runs the scenario on c and returns the bytes each replica
+// received from the API server for the watch events of one new Pod per namespace.
+func testNamespaceSharding(t *testing.T, c *rest.Config, gated bool) []int64 {
 	const namespaces, pods = 300, 2
 	w := &nsWorld{cfg: c, cs: kubernetes.NewForConfigOrDie(c), run: rand.String(6), podsOfNS: map[string]int{}}
 	w.ringNS = "ring-" + w.run
@@ -277,14 +319,15 @@ func testNamespaceSharding(t *testing.T, c *rest.Config, gated bool) {
 	t.Logf("settled in %v", time.Since(start).Round(time.Millisecond))
 	for i, r := range replicas {
 		// Namespaces fall into slots at random: a replica serving the fraction p of the
-		// slots holds a binomial count, expected n·p, within 4 standard deviations.
+		// slots holds a binomial count, expected n·p, within 5 standard deviations (similar
+		// names spread a little wider than independent draws: up to 3 seen).
 		p := float64(r.cache.Ring().Status().Serving.Len()) / shard.NumSlots
 		expected, sd := namespaces*p, math.Sqrt(namespaces*p*(1-p))
 		t.Logf("%s holds %d of %d namespaces (%.1f%%; %d slots, expected %.0f ± %.0f); received %d bytes from the API server",
 			r.id, counts[i], namespaces, 100*float64(counts[i])/namespaces, r.cache.Ring().Status().Serving.Len(),
 			expected, sd, r.cache.ReceivedBytes())
-		if math.Abs(float64(counts[i])-expected) > 4*sd {
-			t.Errorf("%s holds %d namespaces, want %.0f ± %.0f", r.id, counts[i], expected, 4*sd)
+		if math.Abs(float64(counts[i])-expected) > 5*sd {
+			t.Errorf("%s holds %d namespaces, want %.0f ± %.0f", r.id, counts[i], expected, 5*sd)
 		}
 		inf, err := r.cache.GetInformer(context.Background(), &corev1.Pod{})
 		if err != nil {
@@ -297,6 +340,20 @@ func testNamespaceSharding(t *testing.T, c *rest.Config, gated bool) {
 		if got := inf.(*informer.SharedIndexInformer).ServerSharding(); got != want {
 			t.Errorf("%s: server sharding %v, want %v", r.id, got, want)
 		}
+	}
+
+	// Watch traffic: one more Pod in every namespace. With the gate each replica
+	// receives the events of its namespaces only.
+	before := make([]int64, len(replicas))
+	for i, r := range replicas {
+		before[i] = r.cache.ReceivedBytes()
+	}
+	w.addPods(t, names, pods)
+	w.awaitSettled(t, replicas, 20*time.Second)
+	received := make([]int64, len(replicas))
+	for i, r := range replicas {
+		received[i] = r.cache.ReceivedBytes() - before[i]
+		t.Logf("%s received %d bytes for the watch events of %d new Pods", r.id, received[i], namespaces)
 	}
 
 	// A namespace created after the sync goes to exactly one replica: its owner.
@@ -316,19 +373,19 @@ func testNamespaceSharding(t *testing.T, c *rest.Config, gated bool) {
 	t.Logf("namespace created after the sync picked up by %s in %v", holders[0], time.Since(start).Round(time.Millisecond))
 
 	// replica-b leaves: the others take its namespaces over.
-	before := replicas[1].held()
+	gone := replicas[1].held()
 	start = time.Now()
 	replicas[1].stop()
 	rest := []*nsReplica{replicas[0], replicas[2]}
 	w.awaitSettled(t, rest, 40*time.Second)
-	t.Logf("replica-b left; its %d namespaces were taken over in %v", len(before), time.Since(start).Round(time.Millisecond))
-	for ns := range before {
+	t.Logf("replica-b left; its %d namespaces were taken over in %v", len(gone), time.Since(start).Round(time.Millisecond))
+	for ns := range gone {
 		n := 0
 		for _, r := range rest {
 			n += r.held()[ns]
 		}
-		if n != pods {
-			t.Errorf("namespace %s of replica-b: %d Pods held by the others, want %d", ns, n, pods)
+		if n != w.podsOfNS[ns] {
+			t.Errorf("namespace %s of replica-b: %d Pods held by the others, want %d", ns, n, w.podsOfNS[ns])
 		}
 	}
 	for _, r := range replicas {
@@ -336,4 +393,5 @@ func testNamespaceSharding(t *testing.T, c *rest.Config, gated bool) {
 			t.Errorf("%s's handler received %d Delete notifications, want none", r.id, d)
 		}
 	}
+	return received
 }
