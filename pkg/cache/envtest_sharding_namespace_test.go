@@ -320,7 +320,7 @@ func testNamespaceSharding(t *testing.T, c *rest.Config, gated bool) []int64 {
 	for i, r := range replicas {
 		// Namespaces fall into slots at random: a replica serving the fraction p of the
 		// slots holds a binomial count, expected n·p, within 5 standard deviations (similar
-		// names spread a little wider than independent draws: up to 3 seen).
+		// names spread a little wider than independent draws: up to 3σ seen).
 		p := float64(r.cache.Ring().Status().Serving.Len()) / shard.NumSlots
 		expected, sd := namespaces*p, math.Sqrt(namespaces*p*(1-p))
 		t.Logf("%s holds %d of %d namespaces (%.1f%%; %d slots, expected %.0f ± %.0f); received %d bytes from the API server",
