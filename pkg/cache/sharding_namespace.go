@@ -21,11 +21,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/deltacache/deltacache/pkg/informer"
@@ -64,17 +67,46 @@ func clusterScopedError(gvk schema.GroupVersionKind) error {
 }
 
 // newNamespaceWatch builds the Namespace informer of c (not started). The mapping of
-// core/v1 Namespace is fixed, so no discovery is needed.
+// core/v1 Namespace is fixed, so no discovery is needed. Errors: the handler's
+// registration.
 func newNamespaceWatch(c *Cache) (*namespaceWatch, error) {
 	mapping := &meta.RESTMapping{
 		Resource:         schema.GroupVersionResource{Version: "v1", Resource: "namespaces"},
 		GroupVersionKind: namespaceGVK,
 		Scope:            meta.RESTScopeRoot,
 	}
-	lw, err := c.newListWatch(entryKey{gvk: namespaceGVK, shape: shapeMetadata}, mapping, false,
-		informer.ListWatchOptions{AllowWatchBookmarks: true})
-	if err != nil {
-		return nil, err
+	// Resolved at the first list, through c.listWatcher (which tests replace after New).
+	var (
+		once  sync.Once
+		inner toolscache.ListerWatcherWithContext
+		err   error
+	)
+	resolve := func() (toolscache.ListerWatcherWithContext, error) {
+		once.Do(func() {
+			var lw toolscache.ListerWatcher
+			lw, err = c.listWatcher(entryKey{gvk: namespaceGVK, shape: shapeMetadata}, mapping, false,
+				informer.ListWatchOptions{AllowWatchBookmarks: true})
+			if err == nil {
+				inner = toolscache.ToListerWatcherWithContext(lw)
+			}
+		})
+		return inner, err
+	}
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			lw, err := resolve()
+			if err != nil {
+				return nil, err
+			}
+			return lw.ListWithContext(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			lw, err := resolve()
+			if err != nil {
+				return nil, err
+			}
+			return lw.WatchWithContext(ctx, o)
+		},
 	}
 	example := &metav1.PartialObjectMetadata{}
 	example.SetGroupVersionKind(namespaceGVK)
