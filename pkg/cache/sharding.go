@@ -56,11 +56,10 @@ type Sharding struct {
 }
 
 // WithSharding makes this replica cache only its share of the kinds of s.ByUID and
-// s.ByNamespace. The
-// replicas form a ring of coordination.k8s.io Leases in s.Ring.Namespace (the cache
-// needs get, list, create, update and delete on leases there, and list and watch on
-// namespaces with ByNamespace) and split the uid
-// hash space among themselves (pkg/shard); each sharded informer lists and watches
+// s.ByNamespace. The replicas form a ring of coordination.k8s.io Leases in
+// s.Ring.Namespace (the cache needs get, list, create, update and delete on leases
+// there, and list and watch on namespaces with ByNamespace) and split the hash space
+// among themselves (pkg/shard); each sharded informer lists and watches
 // with the shardSelector of this replica's slots (KEP-5866), and filters on the
 // client when the server does not honour it (no ShardedListAndWatch feature gate:
 // memory shrinks, traffic does not). The ring runs with the cache (Start).
