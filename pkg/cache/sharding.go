@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -126,6 +127,10 @@ type sharder struct {
 	namespaces *namespaceWatch
 	// guard tracks the reconciles in flight per slot (ShardedReconciler).
 	guard inFlight
+	// drainWait bounds how long serveSlots waits for them: the ring's RenewInterval,
+	// so that the ring, told of the wait by an error, renews its Lease (the slots stay
+	// claimed) and asks again at its next round.
+	drainWait time.Duration
 
 	// mu is held while the served slots change and the informers follow, and while a
 	// new informer is given the current selector, so that none is left behind.
@@ -143,6 +148,14 @@ func newSharder(c *Cache, s *Sharding, cfg *rest.Config, scheme *runtime.Scheme)
 	sh := &sharder{byUID: map[schema.GroupVersionKind]bool{}, byNamespace: map[schema.GroupVersionKind]bool{},
 		nsSel: &informer.ShardSelector{Field: informer.ShardByNamespace}}
 	sh.guard.init()
+	sh.drainWait = s.Ring.RenewInterval
+	if sh.drainWait <= 0 {
+		lease := s.Ring.LeaseDuration
+		if lease <= 0 {
+			lease = shard.DefaultLeaseDuration
+		}
+		sh.drainWait = lease / 5 // as pkg/shard derives it
+	}
 	for _, obj := range s.ByUID {
 		gvk, err := apiutil.GVKForObject(obj, scheme)
 		if err != nil {
@@ -233,15 +246,21 @@ func (c *Cache) followShard(ctx context.Context, e *entry) error {
 
 // serveSlots is the ring's Consumer. From the moment it is called, ShardedReconciler
 // refuses reconciles of the slots given up, and it waits until those already running
-// have returned; then every sharded informer moves to slots (namespace-sharded ones
+// have returned (at most the ring's RenewInterval: then it returns an error, the ring
+// renews its Lease keeping the slots claimed, and calls again next round); then every sharded informer moves to slots (namespace-sharded ones
 // to the namespaces of slots, once the Namespace informer has synced), and it returns
 // once the objects of the slots given up are out of the stores. Reconciles of the
 // slots gained are accepted from then on. Errors: ctx's, or a store's eviction's.
 func (c *Cache) serveSlots(ctx context.Context, slots shard.Slots) error {
 	sh := c.sharder
 	// Before sh.mu: a running reconcile may create an informer of a sharded kind,
-	// which takes sh.mu (followShard). The Ring calls one at a time.
-	if err := sh.guard.narrow(ctx, slots); err != nil {
+	// which takes sh.mu (followShard). The Ring calls one at a time. The wait is
+	// bounded: the Ring does not renew its Lease while it waits; on the error it
+	// renews it with the slots still claimed, and calls again at its next round.
+	drainCtx, cancel := context.WithTimeout(ctx, sh.drainWait)
+	err := sh.guard.narrow(drainCtx, slots)
+	cancel()
+	if err != nil {
 		return fmt.Errorf("waiting for the reconciles of the slots given up: %w", err)
 	}
 	sh.mu.Lock()

@@ -44,9 +44,10 @@ import (
 // request is registered in flight for its slot while r runs. When the ring takes slots
 // from this replica, new requests of those slots are skipped from that moment, and the
 // cache does not give them up (so no other replica starts serving them) before every
-// reconcile of them in flight has returned. A reconcile that never returns therefore
-// holds its slot's hand-off: after the Lease duration others take the slot over only
-// if this replica's Lease expires (it keeps renewing it).
+// reconcile of them in flight has returned: meanwhile the ring keeps renewing this
+// replica's Lease with those slots claimed, so no other replica may take them. A
+// reconcile that never returns therefore holds its slot's hand-off for as long as the
+// replica lives.
 //
 // c is the Manager's cache (mgr.GetCache()), built by New or NewWith. Errors: c is not
 // a deltacache *Cache, obj's kind cannot be determined, or is not sharded by c. With a

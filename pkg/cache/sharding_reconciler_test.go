@@ -102,7 +102,7 @@ func TestShardedReconcilerHoldsTheReleaseOfASlotUntilItsRunningReconcileReturns(
 	}
 }
 
-func TestShardedReconcilerReleaseFailsWithTheContextWhileAReconcileRuns(t *testing.T) {
+func TestShardedReconcilerReleaseFailsWithTheContextOrAfterARenewIntervalWhileAReconcileRuns(t *testing.T) {
 	c := newNamespaceShardedCache(t)
 	inner := &blockingReconciler{block: "team-a", entered: make(chan struct{}), release: make(chan struct{})}
 	defer close(inner.release)
@@ -118,6 +118,13 @@ func TestShardedReconcilerReleaseFailsWithTheContextWhileAReconcileRuns(t *testi
 	err = c.serveSlots(ctx, shard.Slots{})
 	if err == nil || !strings.Contains(err.Error(), "1 reconciles of the slots given up still running") {
 		t.Fatalf("serveSlots = %v, want the running reconcile named", err)
+	}
+	// Without a deadline it waits at most the ring's RenewInterval (here 3 s, a fifth
+	// of the default Lease), so that the ring renews its Lease meanwhile.
+	start := time.Now()
+	err = c.serveSlots(context.Background(), shard.Slots{})
+	if waited := time.Since(start); err == nil || waited < 2900*time.Millisecond || waited > 6*time.Second {
+		t.Fatalf("serveSlots = %v after %v, want an error after the RenewInterval of 3s", err, waited)
 	}
 }
 
