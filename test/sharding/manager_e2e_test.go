@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // The demo manager, built once per run of the package.
@@ -52,6 +55,7 @@ func TestMain(m *testing.M) {
 	if buildDir, err = os.MkdirTemp("", "sharding-manager-"); err != nil {
 		panic(err)
 	}
+	logf.SetLogger(logr.Discard()) // the in-process caches of the uid test
 	code := m.Run()
 	_ = os.RemoveAll(buildDir)
 	os.Exit(code)

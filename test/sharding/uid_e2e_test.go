@@ -141,14 +141,19 @@ func testUIDSharding(t *testing.T, cp *controlPlane) {
 		t.Logf("%s serves %d of %d slots", r.id, r.cache.Ring().Status().Serving.Len(), shard.NumSlots)
 	}
 
-	// The three caches of this process add up in the informer metrics.
+	// The three caches of this process share the informer series: counters add up,
+	// the server-filtering gauge is one informer's.
 	series := testenv.Series(t, crmetrics.Registry, map[string]string{"kind": "ConfigMap"})
 	serverFiltering := seriesSum(series, "deltacache_informer_shard_server_filtering")
 	filtered := seriesSum(series, "deltacache_informer_shard_filtered_objects_total")
-	t.Logf("ConfigMap informers: %v of 3 filtered by the server; %v objects dropped on the client",
-		serverFiltering, filtered)
-	if want := map[bool]float64{true: 3, false: 0}[cp.gate]; serverFiltering != want {
-		t.Errorf("%v informers report server filtering with ShardedListAndWatch=%v, want %v (series %v)",
-			serverFiltering, cp.gate, want, series)
+	listed := seriesSum(series, "deltacache_informer_list_objects_total")
+	t.Logf("ConfigMap informers (ShardedListAndWatch=%v): server filtering %v; %v objects listed, %v dropped on the client",
+		cp.gate, serverFiltering, listed, filtered)
+	if cp.gate && (serverFiltering != 1 || filtered != 0) {
+		t.Errorf("with the gate: server filtering %v, %v objects filtered on the client; want 1 and 0", serverFiltering, filtered)
+	}
+	if !cp.gate && (serverFiltering != 0 || filtered < uidConfigMaps) {
+		t.Errorf("without the gate: server filtering %v, %v objects filtered on the client; want 0 and ≥ %d (two thirds of each cache's list)",
+			serverFiltering, filtered, uidConfigMaps)
 	}
 }
