@@ -115,6 +115,8 @@ type managerState struct {
 	members       int     // deltacache_shard_members
 	receivedBytes float64 // deltacache_apiserver_received_bytes_total, every series
 	hasBytes      bool    // the process exports it
+	acquired      int     // deltacache_shard_handoffs_total{direction=acquired}
+	released      int     // deltacache_shard_handoffs_total{direction=released}
 }
 
 func (s managerState) String() string {
@@ -138,6 +140,9 @@ func (m *manager) state(ctx context.Context) (managerState, error) {
 	serving, _ := fams.sum("deltacache_shard_slots", map[string]string{"state": "serving"})
 	members, _ := fams.sum("deltacache_shard_members", nil)
 	s.pods, s.apps, s.serving, s.members = int(pods), int(apps), int(serving), int(members)
+	acquired, _ := fams.sum("deltacache_shard_handoffs_total", map[string]string{"direction": "acquired"})
+	released, _ := fams.sum("deltacache_shard_handoffs_total", map[string]string{"direction": "released"})
+	s.acquired, s.released = int(acquired), int(released)
 	s.receivedBytes, s.hasBytes = fams.sum("deltacache_apiserver_received_bytes_total", nil)
 	return s, nil
 }

@@ -3,6 +3,7 @@
 package sharding
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -14,6 +15,10 @@ import (
 // records their peak RSS first.
 func (r *nsRun) stopAll() {
 	for _, m := range r.running() {
+		if st, err := m.state(context.Background()); err == nil {
+			r.t.Logf("%s before stopping: %v; hand-offs: %d slots acquired, %d released", m.proc.name, st,
+				st.acquired, st.released)
+		}
 		if kib, err := peakRSS(m.proc.cmd.Process.Pid); err == nil {
 			r.rss[m.identity] = kib
 		}
