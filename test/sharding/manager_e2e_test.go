@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,6 +62,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// requireFlags fails the test at once when the manager lacks one of flags (its -help
+// does not list them), instead of letting every replica exit on an unknown flag.
+func requireFlags(t *testing.T, binary string, flags ...string) {
+	t.Helper()
+	out, _ := exec.Command(binary, "-help").CombinedOutput() // exits 0 or 2 after the usage
+	for _, f := range flags {
+		if !strings.Contains(string(out), "-"+f+" ") && !strings.Contains(string(out), "-"+f+"\n") {
+			t.Fatalf("the demo manager %s has no --%s flag (namespace sharding of the demo operator, "+
+				"branch s3-ns-shard, is required)", binary, f)
+		}
+	}
+}
+
 // The ring of the managers under test.
 const (
 	ringName       = "deltacache-demo"
@@ -103,7 +117,10 @@ func startManager(t *testing.T, cp *controlPlane, dir, name, identity, reconcile
 		reconcileLog: reconcileLog,
 		started:      time.Now(),
 	}
-	m.proc = startProcess(t, name, filepath.Join(dir, name+".log"), managerBinary(t), args...)
+	binary := managerBinary(t)
+	requireFlags(t, binary, "reconcile-log", "shard-identity", "shard-ring", "shard-lease-namespace",
+		"shard-lease-duration")
+	m.proc = startProcess(t, name, filepath.Join(dir, name+".log"), binary, args...)
 	return m
 }
 
