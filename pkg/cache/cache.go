@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -74,6 +75,9 @@ type Cache struct {
 	// clock drives the informers' timers and the mutation detector; real time except
 	// in tests.
 	clock clock.WithTicker
+
+	// received counts the response-body bytes read by httpClient (ReceivedBytes).
+	received *atomic.Int64
 
 	// sharder is the replica's share of the sharded kinds; nil without WithSharding.
 	sharder *sharder
@@ -161,6 +165,10 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 		return nil, err
 	}
 
+	// The cache's own clients count what they receive (the RESTMapper's do not).
+	received := &atomic.Int64{}
+	opts.HTTPClient = countingClient(opts.HTTPClient, received)
+
 	// The dynamic and metadata clients bring their own serializers.
 	plain := rest.CopyConfig(cfg)
 	plain.NegotiatedSerializer = nil
@@ -190,6 +198,7 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 		log:                         settings.Logger,
 		informers:                   newInformerMap(settings.Logger),
 		clock:                       clock.RealClock{},
+		received:                    received,
 	}
 	if !settings.DisableStringInterning {
 		c.intern = newInternTable()
@@ -281,6 +290,15 @@ func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
 func (c *Cache) Start(ctx context.Context) error {
 	if c.sharder == nil {
 		return c.informers.Start(ctx)
+	}
+	if c.sharder.namespaces != nil {
+		nsCtx, stopNamespaces := context.WithCancel(ctx)
+		nsDone := make(chan struct{})
+		go func() {
+			defer close(nsDone)
+			c.runNamespaces(nsCtx)
+		}()
+		defer func() { stopNamespaces(); <-nsDone }()
 	}
 	ringDone := make(chan error, 1)
 	go func() { ringDone <- c.sharder.ring.Run(ctx) }()

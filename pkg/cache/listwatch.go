@@ -47,6 +47,9 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 		return nil, mappingError(key.gvk, err)
 	}
 	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	if !namespaced && c.sharder != nil && c.sharder.byNamespace[key.gvk] {
+		return nil, clusterScopedError(key.gvk)
+	}
 	set := c.scopes.scopesFor(key.gvk, namespaced)
 
 	e := &entry{key: key, namespaced: namespaced, restricted: set.restricted}

@@ -46,6 +46,7 @@ func init() {
 	if err := shard.Register(metrics.Registry); err != nil {
 		panic(err)
 	}
+	metrics.Registry.MustRegister(receivedBytes)
 }
 
 // metricLabels returns the labels of the series of key's informers: what the informers

@@ -43,11 +43,20 @@ type Sharding struct {
 	// ByUID are the kinds sharded by object uid (objects that stand alone), keyed like
 	// controller-runtime's ByObject: every shape (typed, unstructured, metadata-only)
 	// and every namespace scope of the kind. The other kinds are cached whole by every
-	// replica. At least one kind is required.
+	// replica. ByUID and ByNamespace together need at least one kind, and a kind may
+	// be in only one of them.
 	ByUID []client.Object
+	// ByNamespace are the kinds sharded by namespace (see WithSharding): every object
+	// of a namespace goes to the replica that serves the namespace's slot
+	// (shard.SlotOfNamespace), so that kinds a reconciler reads together (an App and
+	// its Pods) stay together. Keyed like ByUID. Namespaced kinds only: a
+	// cluster-scoped kind here is an error of New (when the RESTMapper knows the kind
+	// then) or of the first informer of the kind.
+	ByNamespace []client.Object
 }
 
-// WithSharding makes this replica cache only its share of the kinds of s.ByUID. The
+// WithSharding makes this replica cache only its share of the kinds of s.ByUID and
+// s.ByNamespace. The
 // replicas form a ring of coordination.k8s.io Leases in s.Ring.Namespace (the cache
 // needs get, list, create, update and delete on leases there) and split the uid
 // hash space among themselves (pkg/shard); each sharded informer lists and watches
@@ -62,6 +71,22 @@ type Sharding struct {
 // another replica serves a slot only after its owner released it or the owner's
 // Lease expired. When Start's context ends, the replica leaves the ring (its Lease is
 // deleted), so the others take its slots over at once.
+//
+// Namespace sharding. The server's hash of a namespace name clusters (names that
+// differ in their last characters hash close together), so ranges of it cannot
+// balance; instead namespaces go to replicas by shard.SlotOfNamespace, and the cache
+// watches Namespaces (one metadata-only, cluster-wide informer of its own: RBAC list
+// and watch on namespaces) to give each informer of s.ByNamespace the selector of
+// exactly the namespaces it owns: one one-hash range per namespace, sorted, equal
+// hashes merged. A namespace created or deleted later changes that selector, which
+// costs one relist of the namespace-sharded informers on the replica that owns it
+// (the others' selectors do not change); changes are coalesced for
+// NamespaceDebounce, so that a burst of namespaces costs one relist, not one per
+// namespace. A change of the served slots applies at once. Objects of namespaces this
+// replica does not own are never held (the client-side filter drops them when the
+// server does not honour the selector). A selector longer than the server accepts
+// (informer.MaxShardSelectorLength: about 1,170 namespaces owned by one replica) is
+// sent coarsened, the client filtering the rest (see informer.ShardSelector.ForServer).
 //
 // Reads: List of a sharded kind returns this replica's share. Get of a key that is not
 // in the store returns an error wrapping ErrNotInShard, not NotFound: the key of a
@@ -93,26 +118,54 @@ func (e *NotInShardError) Unwrap() error { return ErrNotInShard }
 // replica serves, and the ring itself.
 type sharder struct {
 	ring *shard.Ring
-	gvks map[schema.GroupVersionKind]bool
+	// byUID and byNamespace are the kinds sharded by uid and by namespace.
+	byUID, byNamespace map[schema.GroupVersionKind]bool
+	// namespaces watches Namespaces for byNamespace; nil without such kinds.
+	namespaces *namespaceWatch
+	// guard tracks the reconciles in flight per slot (ShardedReconciler).
+	guard inFlight
 
 	// mu is held while the served slots change and the informers follow, and while a
 	// new informer is given the current selector, so that none is left behind.
 	mu      sync.Mutex
 	serving shard.Slots
+	// nsSel is the selector of byNamespace kinds: the owned namespaces of serving.
+	nsSel *informer.ShardSelector
 }
 
 // newSharder resolves s for a cache; the ring's consumer is c.serveSlots.
 func newSharder(c *Cache, s *Sharding, cfg *rest.Config, scheme *runtime.Scheme) (*sharder, error) {
-	if len(s.ByUID) == 0 {
-		return nil, errors.New("deltacache: WithSharding needs at least one kind in ByUID")
+	if len(s.ByUID)+len(s.ByNamespace) == 0 {
+		return nil, errors.New("deltacache: WithSharding needs at least one kind in ByUID or ByNamespace")
 	}
-	sh := &sharder{gvks: map[schema.GroupVersionKind]bool{}}
+	sh := &sharder{byUID: map[schema.GroupVersionKind]bool{}, byNamespace: map[schema.GroupVersionKind]bool{},
+		nsSel: &informer.ShardSelector{Field: informer.ShardByNamespace}}
+	sh.guard.init()
 	for _, obj := range s.ByUID {
 		gvk, err := apiutil.GVKForObject(obj, scheme)
 		if err != nil {
 			return nil, fmt.Errorf("deltacache: sharded kind %T: %w", obj, err)
 		}
-		sh.gvks[gvk] = true
+		sh.byUID[gvk] = true
+	}
+	for _, obj := range s.ByNamespace {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return nil, fmt.Errorf("deltacache: namespace-sharded kind %T: %w", obj, err)
+		}
+		if sh.byUID[gvk] {
+			return nil, fmt.Errorf("deltacache: %s is in both Sharding.ByUID and Sharding.ByNamespace", gvk.Kind)
+		}
+		if err := requireNamespaced(c.mapper, gvk); err != nil {
+			return nil, err
+		}
+		sh.byNamespace[gvk] = true
+	}
+	if len(sh.byNamespace) > 0 {
+		var err error
+		if sh.namespaces, err = newNamespaceWatch(c); err != nil {
+			return nil, err
+		}
 	}
 	cs, err := kubernetes.NewForConfigAndClient(cfg, c.httpClient)
 	if err != nil {
@@ -133,28 +186,41 @@ func selector(slots shard.Slots) *informer.ShardSelector {
 	return &informer.ShardSelector{Field: informer.ShardByUID, Ranges: slots.HashRanges()}
 }
 
+// selectorLocked returns the selector of gvk's informers: nil for a kind that is not
+// sharded. sh.mu is held.
+func (sh *sharder) selectorLocked(gvk schema.GroupVersionKind) *informer.ShardSelector {
+	switch {
+	case sh.byUID[gvk]:
+		return selector(sh.serving)
+	case sh.byNamespace[gvk]:
+		return sh.nsSel
+	default:
+		return nil
+	}
+}
+
 // shardSelectorFor returns the selector a new informer of gvk starts with: nil for a
 // kind that is not sharded.
 func (c *Cache) shardSelectorFor(gvk schema.GroupVersionKind) *informer.ShardSelector {
-	sh := c.sharder
-	if sh == nil || !sh.gvks[gvk] {
+	if !c.isSharded(gvk) {
 		return nil
 	}
+	sh := c.sharder
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return selector(sh.serving)
+	return sh.selectorLocked(gvk)
 }
 
 // followShard gives e's informers the current selector: an entry built while the
 // served slots changed may have been built with the previous one.
 func (c *Cache) followShard(ctx context.Context, e *entry) error {
-	sh := c.sharder
-	if sh == nil || !sh.gvks[e.key.gvk] {
+	if !c.isSharded(e.key.gvk) {
 		return nil
 	}
+	sh := c.sharder
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sel := selector(sh.serving)
+	sel := sh.selectorLocked(e.key.gvk)
 	for _, s := range e.scopes {
 		if err := s.informer.SetShardSelector(ctx, sel); err != nil {
 			return err
@@ -163,16 +229,44 @@ func (c *Cache) followShard(ctx context.Context, e *entry) error {
 	return nil
 }
 
-// serveSlots is the ring's Consumer: every sharded informer moves to slots, and it
-// returns once the objects of the slots given up are out of the stores.
+// serveSlots is the ring's Consumer. From the moment it is called, ShardedReconciler
+// refuses reconciles of the slots given up, and it waits until those already running
+// have returned; then every sharded informer moves to slots (namespace-sharded ones
+// to the namespaces of slots, once the Namespace informer has synced), and it returns
+// once the objects of the slots given up are out of the stores. Reconciles of the
+// slots gained are accepted from then on. Errors: ctx's, or a store's eviction's.
 func (c *Cache) serveSlots(ctx context.Context, slots shard.Slots) error {
 	sh := c.sharder
+	// Before sh.mu: a running reconcile may create an informer of a sharded kind,
+	// which takes sh.mu (followShard). The Ring calls one at a time.
+	if err := sh.guard.narrow(ctx, slots); err != nil {
+		return fmt.Errorf("waiting for the reconciles of the slots given up: %w", err)
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if sh.namespaces != nil && !slots.IsEmpty() {
+		if err := sh.namespaces.awaitSynced(ctx); err != nil {
+			return err
+		}
+	}
 	sh.serving = slots
-	sel := selector(slots)
+	if sh.namespaces != nil {
+		sh.nsSel = sh.namespaces.selector(slots)
+	}
+	if err := c.applyShardLocked(ctx, func(gvk schema.GroupVersionKind) bool { return true }); err != nil {
+		return err
+	}
+	sh.guard.widen(slots)
+	return nil
+}
+
+// applyShardLocked gives the informers of the sharded kinds that pick selects their
+// current selector. sh.mu is held.
+func (c *Cache) applyShardLocked(ctx context.Context, pick func(schema.GroupVersionKind) bool) error {
+	sh := c.sharder
 	for _, gvk := range c.informers.gvks() {
-		if !sh.gvks[gvk] {
+		sel := sh.selectorLocked(gvk)
+		if sel == nil || !pick(gvk) {
 			continue
 		}
 		for _, s := range c.informers.scopesOf(gvk) {
@@ -184,9 +278,9 @@ func (c *Cache) serveSlots(ctx context.Context, slots shard.Slots) error {
 	return nil
 }
 
-// isSharded reports whether gvk is sharded.
+// isSharded reports whether gvk is sharded (by uid or by namespace).
 func (c *Cache) isSharded(gvk schema.GroupVersionKind) bool {
-	return c.sharder != nil && c.sharder.gvks[gvk]
+	return c.sharder != nil && (c.sharder.byUID[gvk] || c.sharder.byNamespace[gvk])
 }
 
 // Ring returns the cache's Lease ring, nil without WithSharding.

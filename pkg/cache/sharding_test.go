@@ -1,16 +1,21 @@
 package cache
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/deltacache/deltacache/pkg/informer"
 	"github.com/deltacache/deltacache/pkg/shard"
 )
 
@@ -57,5 +62,69 @@ func TestWithShardingShardsOnlyTheListedKindsAndStartsThemEmpty(t *testing.T) {
 	err = &NotInShardError{GVK: cm, Key: client.ObjectKey{Namespace: "a", Name: "x"}}
 	if !errors.Is(err, ErrNotInShard) || !strings.Contains(err.Error(), "ConfigMap a/x") {
 		t.Errorf("NotInShardError = %q, Is(ErrNotInShard) = %v", err, errors.Is(err, ErrNotInShard))
+	}
+}
+
+func TestWithShardingRejectsAClusterScopedKindByNamespaceAndAKindShardedTwice(t *testing.T) {
+	ring := shard.Options{Namespace: "ops", Name: "demo", Identity: "replica-0"}
+	for _, tc := range []struct {
+		name     string
+		sharding Sharding
+		want     string
+	}{
+		{"cluster-scoped", Sharding{Ring: ring, ByNamespace: []client.Object{&corev1.Node{}}},
+			"Node is cluster-scoped: Sharding.ByNamespace applies to namespaced kinds only"},
+		{"twice", Sharding{Ring: ring, ByUID: []client.Object{&corev1.Pod{}}, ByNamespace: []client.Object{&corev1.Pod{}}},
+			"Pod is in both Sharding.ByUID and Sharding.ByNamespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewWith(WithSharding(tc.sharding))(&rest.Config{Host: unreachableHost},
+				crcache.Options{Mapper: testMapper()})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNamespaceSelectorHoldsOneHashPerOwnedNamespaceSorted(t *testing.T) {
+	c, err := newCache(&rest.Config{Host: unreachableHost}, crcache.Options{Mapper: testMapper()}, Config{
+		Sharding: &Sharding{Ring: shard.Options{Namespace: "ops", Name: "demo", Identity: "replica-0"},
+			ByNamespace: []client.Object{&corev1.Pod{}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	if sel := c.shardSelectorFor(pod); sel == nil || !sel.Empty() || sel.Field != informer.ShardByNamespace {
+		t.Fatalf("Pod informers start with %v, want an empty namespace selector", sel)
+	}
+	w := c.sharder.namespaces
+	var half shard.Slots
+	for i := range shard.NumSlots / 2 {
+		half.Add(i)
+	}
+	var want []informer.HashRange
+	for i := range 40 {
+		name := fmt.Sprintf("ns-%02d", i)
+		ns := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := w.informer.GetStore().Add(ns); err != nil {
+			t.Fatal(err)
+		}
+		if half.Has(shard.SlotOfNamespace(name)) {
+			h := informer.ShardHash(name)
+			want = append(want, informer.HashRange{First: h, Last: h})
+		}
+	}
+	slices.SortFunc(want, func(a, b informer.HashRange) int { return cmp.Compare(a.First, b.First) })
+	got := w.selector(half)
+	if got.Field != informer.ShardByNamespace || !slices.Equal(got.Ranges, want) {
+		t.Fatalf("selector = %v, want the %d one-hash ranges of the owned namespaces", got, len(want))
+	}
+	if len(want) < 10 || len(want) > 30 {
+		t.Errorf("half the slots own %d of 40 namespaces: SlotOfNamespace does not spread them", len(want))
+	}
+	if sel := w.selector(shard.Slots{}); !sel.Empty() {
+		t.Errorf("no slots: %v, want an empty selector", sel)
 	}
 }

@@ -171,6 +171,9 @@ type Reflector struct {
 	// serverSharding a ServerSharding, learnt from the first sharded list.
 	shard          atomic.Pointer[ShardSelector]
 	serverSharding atomic.Int32
+	// coarsened is set once the Reflector logged that it sends a coarser
+	// selector than its own (see ShardSelector.ForServer).
+	coarsened atomic.Bool
 }
 
 // RequestRelist makes the Reflector end its watch and relist with a
@@ -375,7 +378,7 @@ func (r *Reflector) list(ctx context.Context) error {
 	progress := r.newListProgress(ctx, false)
 	for {
 		r.opts.metrics.listRequest()
-		r.shardOptions(&opts, sel)
+		r.shardOptions(ctx, &opts, sel)
 		obj, err := r.lw.ListWithContext(ctx, opts)
 		if err != nil {
 			if opts.Continue != "" && !restarted && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err)) {
@@ -517,7 +520,7 @@ func (r *Reflector) watchLoop(ctx context.Context, open *openWatch) error {
 				AllowWatchBookmarks: true,
 				TimeoutSeconds:      &timeoutSeconds,
 			}
-			r.shardOptions(&opts, r.shard.Load())
+			r.shardOptions(ctx, &opts, r.shard.Load())
 			w, err = r.lw.WatchWithContext(ctx, opts)
 		}
 		if err != nil {

@@ -61,9 +61,18 @@ func (r *Reflector) SetShardSelector(sel *ShardSelector) {
 	r.RequestRelist("shard selector changed")
 }
 
-// shardOptions sets the shard selector on a list or watch request.
-func (r *Reflector) shardOptions(o *metav1.ListOptions, sel *ShardSelector) {
-	o.ShardSelector = sel.String()
+// shardOptions sets the shard selector on a list or watch request: sel, or,
+// when sel is too long for the server, the coarser selector of
+// sel.ForServer (logged once per Reflector); the client-side filter keeps
+// applying sel itself.
+func (r *Reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel *ShardSelector) {
+	wire := sel.ForServer()
+	if wire != sel && r.coarsened.CompareAndSwap(false, true) {
+		r.logger(ctx).Info("Shard selector too long for the server: sending a coarser one and filtering the rest on the client",
+			"reflector", r.name, "ranges", len(sel.Ranges), "sentRanges", len(wire.Ranges),
+			"limit", MaxShardSelectorLength)
+	}
+	o.ShardSelector = wire.String()
 }
 
 // keep reports whether a received object belongs to the shard; objects
@@ -111,7 +120,7 @@ func (r *Reflector) probeServerSharding(ctx context.Context, sel *ShardSelector)
 		return nil
 	}
 	opts := metav1.ListOptions{ResourceVersion: "", Limit: 1}
-	r.shardOptions(&opts, sel)
+	r.shardOptions(ctx, &opts, sel)
 	r.opts.metrics.listRequest()
 	list, err := r.lw.ListWithContext(ctx, opts)
 	if err != nil {

@@ -82,7 +82,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       &timeoutSeconds,
 	}
-	r.shardOptions(&opts, sel)
+	r.shardOptions(ctx, &opts, sel)
 	w, err := r.lw.WatchWithContext(ctx, opts)
 	if err != nil {
 		return nil, 0, err
