@@ -39,7 +39,7 @@ func (r *nsRun) compareBytes() {
 	}
 	for _, id := range identities {
 		ratio := r.bytes[id] / st.receivedBytes
-		t.Logf("bytes (ShardedListAndWatch=%v): %s received %.0f bytes (%.1f MiB) at its initial sync = %.3f× the unsharded manager's; peak RSS %.1f MiB (%.2f×)",
+		t.Logf("bytes (ShardedListAndWatch=%v): %s received %.0f bytes (%.1f MiB) at its initial sync = %.3f× the unsharded manager's; peak RSS at its initial sync %.1f MiB (%.2f×)",
 			r.cp.gate, id, r.bytes[id], r.bytes[id]/(1<<20), ratio, float64(r.rss[id])/1024,
 			float64(r.rss[id])/float64(max(refRSS, 1)))
 		if r.cp.gate && ratio > 0.5 {

@@ -33,7 +33,7 @@ type nsRun struct {
 	logs       []string            // every --reconcile-log written, killed replicas' included
 	syncTime   time.Duration       // start of the three to split and converged
 	bytes      map[string]float64  // received bytes per replica right after the initial sync
-	rss        map[string]int64    // peak RSS (KiB) per replica, read before it stopped
+	rss        map[string]int64    // peak RSS (KiB) per replica at its initial sync
 }
 
 func newNSRun(t *testing.T, cp *controlPlane) *nsRun {
@@ -166,6 +166,11 @@ func (r *nsRun) initialSync() {
 		return convergedErr(context.Background(), r.cp.client, namespaces, podsPerNS, nil)
 	})
 	r.syncTime = time.Since(start)
+	for _, id := range identities {
+		if kib, err := peakRSS(r.replicas[id].proc.cmd.Process.Pid); err == nil {
+			r.rss[id] = kib
+		}
+	}
 	t.Logf("initial sync: all %d Apps converged (status.pods=%d) %v after start (%v after the split)",
 		namespaces, podsPerNS, r.syncTime.Round(time.Millisecond), conv.Round(time.Millisecond))
 }

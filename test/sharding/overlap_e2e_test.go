@@ -11,16 +11,13 @@ import (
 	"time"
 )
 
-// stopAll stops the running replicas with SIGTERM (each must exit cleanly) and
-// records their peak RSS first.
+// stopAll stops the running replicas with SIGTERM (each must exit cleanly), logging
+// their state first.
 func (r *nsRun) stopAll() {
 	for _, m := range r.running() {
 		if st, err := m.state(context.Background()); err == nil {
 			r.t.Logf("%s before stopping: %v; hand-offs: %d slots acquired, %d released", m.proc.name, st,
 				st.acquired, st.released)
-		}
-		if kib, err := peakRSS(m.proc.cmd.Process.Pid); err == nil {
-			r.rss[m.identity] = kib
 		}
 		if err := m.proc.stop(30 * time.Second); err != nil {
 			r.t.Error(err)
