@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
@@ -106,10 +107,16 @@ func main() {
 	opts := zap.Options{
 		Development: true,
 	}
+	var sharding shardFlags
+	sharding.bind(flag.CommandLine)
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	if err := sharding.check(enableLeaderElection); err != nil {
+		setupLog.Error(err, "Invalid flags")
+		os.Exit(1)
+	}
 
 	// if the enable-http2 flag is false (the default), http/2 should be disabled
 	// due to its vulnerabilities. More specifically, disabling http/2 will
@@ -201,8 +208,10 @@ func main() {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		// deltacache's informer cache serves every Get and List of the manager's client, and
-		// answers pod Lists by the `app` label from an index instead of a scan.
-		NewCache:               dcache.NewWith(dcache.WithLabelIndexes(controller.AppLabel)),
+		// answers pod Lists by the `app` label from an index instead of a scan. With
+		// --shard-identity it holds only this replica's share of the Apps and Pods.
+		NewCache: dcache.NewWith(append([]dcache.Option{dcache.WithLabelIndexes(controller.AppLabel)},
+			sharding.cacheOptions()...)...),
 		Metrics:                metricsServerOptions,
 		WebhookServer:          webhookServer,
 		HealthProbeBindAddress: probeAddr,
@@ -229,10 +238,26 @@ func main() {
 		setupLog.Error(err, "Failed to set up indexes")
 		exit(local)
 	}
-	if err := (&controller.AppReconciler{
+	appReconciler := &controller.AppReconciler{
 		Client: mgr.GetClient(),
 		Scheme: mgr.GetScheme(),
-	}).SetupWithManager(mgr); err != nil {
+	}
+	if sharding.reconcileLog != "" {
+		if appReconciler.ReconcileLog, err = controller.OpenReconcileLog(sharding.reconcileLog, sharding.replica()); err != nil {
+			setupLog.Error(err, "Failed to open the reconcile log")
+			exit(local)
+		}
+		defer func() { _ = appReconciler.ReconcileLog.Close() }()
+	}
+	if sharding.enabled() {
+		// No App is reconciled by two replicas at once: requests of namespaces this
+		// replica does not serve are skipped, and a namespace is handed over only once
+		// its running reconciles returned.
+		appReconciler.Guard = func(r reconcile.Reconciler) (reconcile.Reconciler, error) {
+			return dcache.ShardedReconciler(mgr.GetCache(), &demov1alpha1.App{}, r)
+		}
+	}
+	if err := appReconciler.SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "app")
 		exit(local)
 	}

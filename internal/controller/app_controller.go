@@ -51,11 +51,21 @@ const (
 type AppReconciler struct {
 	client.Client
 	Scheme *runtime.Scheme
+	// ReconcileLog, when set, records every reconcile that runs (see ReconcileLog).
+	ReconcileLog *ReconcileLog
+	// Guard, when set, wraps the reconciler (after ReconcileLog), e.g. with
+	// deltacache's cache.ShardedReconciler, so that requests of keys this replica
+	// does not serve are skipped. Its error fails SetupWithManager.
+	Guard func(reconcile.Reconciler) (reconcile.Reconciler, error)
 }
 
 // +kubebuilder:rbac:groups=demo.deltacache.io,resources=apps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=demo.deltacache.io,resources=apps/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// Sharding (--shard-identity): the replicas' Lease ring, and the Namespaces that
+// namespace sharding assigns.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 
 // Reconcile computes the status of one App from the pods labelled app=<selector> in its
 // namespace. It writes status only when something changed.
@@ -184,10 +194,21 @@ func (r *AppReconciler) appsForPod(ctx context.Context, obj client.Object) []rec
 
 // SetupWithManager registers the App controller: it reconciles Apps and, through
 // AppSelectorField, the Apps of every pod that changes. Call SetupIndexes first.
+// Errors: Guard's, or the controller's registration.
 func (r *AppReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	var rec reconcile.Reconciler = r
+	if r.ReconcileLog != nil {
+		rec = r.ReconcileLog.Wrap(rec)
+	}
+	if r.Guard != nil {
+		var err error
+		if rec, err = r.Guard(rec); err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&demov1alpha1.App{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.appsForPod)).
 		Named("app").
-		Complete(r)
+		Complete(rec)
 }

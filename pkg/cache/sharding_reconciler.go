@@ -23,6 +23,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -47,12 +48,15 @@ import (
 // holds its slot's hand-off: after the Lease duration others take the slot over only
 // if this replica's Lease expires (it keeps renewing it).
 //
-// Errors: obj's kind cannot be determined, or is not sharded by c. With a c that has
-// no sharding (or a cache that is not a *Cache, e.g. sharding off in a demo), it
-// returns r unchanged.
-func ShardedReconciler(c client.Reader, obj client.Object, r reconcile.Reconciler) (reconcile.Reconciler, error) {
+// c is the Manager's cache (mgr.GetCache()), built by New or NewWith. Errors: c is not
+// a deltacache *Cache, obj's kind cannot be determined, or is not sharded by c. With a
+// c that has no sharding, it returns r unchanged.
+func ShardedReconciler(c crcache.Cache, obj client.Object, r reconcile.Reconciler) (reconcile.Reconciler, error) {
 	dc, ok := c.(*Cache)
-	if !ok || dc.sharder == nil {
+	if !ok {
+		return nil, fmt.Errorf("deltacache: ShardedReconciler needs a deltacache cache, got %T", c)
+	}
+	if dc.sharder == nil {
 		return r, nil
 	}
 	gvk, err := apiutil.GVKForObject(obj, dc.scheme)

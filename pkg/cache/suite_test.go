@@ -68,6 +68,11 @@ var widgetGVK = schema.GroupVersionKind{Group: "test.deltacache.io", Version: "v
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if gatedEnv != nil {
+		if err := gatedEnv.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the gated envtest: %v\n", err)
+		}
+	}
 	if testEnv != nil {
 		if err := testEnv.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
