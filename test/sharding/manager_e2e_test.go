@@ -134,6 +134,8 @@ type managerState struct {
 	hasBytes      bool    // the process exports it
 	acquired      int     // deltacache_shard_handoffs_total{direction=acquired}
 	released      int     // deltacache_shard_handoffs_total{direction=released}
+	podLists      int     // deltacache_informer_list_requests_total{kind=Pod}
+	podFiltered   int     // deltacache_informer_shard_filtered_objects_total{kind=Pod}: dropped on the client
 }
 
 func (s managerState) String() string {
@@ -160,6 +162,9 @@ func (m *manager) state(ctx context.Context) (managerState, error) {
 	acquired, _ := fams.sum("deltacache_shard_handoffs_total", map[string]string{"direction": "acquired"})
 	released, _ := fams.sum("deltacache_shard_handoffs_total", map[string]string{"direction": "released"})
 	s.acquired, s.released = int(acquired), int(released)
+	podLists, _ := fams.sum("deltacache_informer_list_requests_total", map[string]string{"kind": "Pod"})
+	podFiltered, _ := fams.sum("deltacache_informer_shard_filtered_objects_total", map[string]string{"kind": "Pod"})
+	s.podLists, s.podFiltered = int(podLists), int(podFiltered)
 	s.receivedBytes, s.hasBytes = fams.sum("deltacache_apiserver_received_bytes_total", nil)
 	return s, nil
 }

@@ -155,7 +155,8 @@ func (r *nsRun) initialSync() {
 	t.Logf("initial sync: the three replicas hold their shares %v after start", took.Round(time.Millisecond))
 	for _, id := range identities {
 		s := st[r.replicas[id].proc.name]
-		t.Logf("  %s: %d pods, %d Apps, %d of %d slots", id, s.pods, s.apps, s.serving, shard.NumSlots)
+		t.Logf("  %s: %d pods, %d Apps, %d of %d slots; Pod informer: %d list requests, %d pods dropped on the client",
+			id, s.pods, s.apps, s.serving, shard.NumSlots, s.podLists, s.podFiltered)
 		r.bytes[id] = s.receivedBytes
 		if !s.hasBytes {
 			t.Errorf("%s exports no deltacache_apiserver_received_bytes_total", id)
