@@ -75,6 +75,9 @@ func requireFlags(t *testing.T, binary string, flags ...string) {
 	}
 }
 
+// managerFlags are the flags of namespace sharding the suite passes.
+var managerFlags = []string{"reconcile-log", "shard-identity", "shard-ring", "shard-lease-namespace", "shard-lease-duration"}
+
 // The ring of the managers under test.
 const (
 	ringName       = "deltacache-demo"
@@ -118,8 +121,7 @@ func startManager(t *testing.T, cp *controlPlane, dir, name, identity, reconcile
 		started:      time.Now(),
 	}
 	binary := managerBinary(t)
-	requireFlags(t, binary, "reconcile-log", "shard-identity", "shard-ring", "shard-lease-namespace",
-		"shard-lease-duration")
+	requireFlags(t, binary, managerFlags...)
 	m.proc = startProcess(t, name, filepath.Join(dir, name+".log"), binary, args...)
 	return m
 }

@@ -133,6 +133,9 @@ func (r *nsRun) checkBalance(what string, st map[string]managerState) {
 
 // testNamespaceSharding runs the scenario's phases in order.
 func testNamespaceSharding(t *testing.T, cp *controlPlane) {
+	// Build (or find) the manager first: the Leases announced below expire after
+	// leaseDuration, shorter than a build.
+	requireFlags(t, managerBinary(t), managerFlags...)
 	r := newNSRun(t, cp)
 	r.seed()
 	r.initialSync()
