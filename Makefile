@@ -99,7 +99,7 @@ test-e2e: manifests generate fmt vet envtest build ## Run the end-to-end suite: 
 # ShardedListAndWatch feature gate and once without: 30k pods and 300 Apps split by namespace,
 # 20k ConfigMaps split by uid among three caches, a replica SIGKILLed and restarted, the reconcile
 # logs checked for overlaps, and the bytes read from the API server compared with one unsharded
-# manager's (about 10 minutes on 2 cores). It builds the manager unless MANAGER_BINARY is set;
+# manager's (about 6 minutes on 2 cores). It builds the manager unless MANAGER_BINARY is set;
 # SHARDING_SEED replays the randomized App changes. docs/sharding.md has the figures.
 .PHONY: test-sharding
 test-sharding: envtest ## Run the multi-process sharding suite (three managers, both gate settings).
