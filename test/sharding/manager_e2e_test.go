@@ -34,6 +34,9 @@ func managerBinary(t *testing.T) string {
 			return
 		}
 		start := time.Now()
+		if buildDir, buildErr = os.MkdirTemp("", "sharding-manager-"); buildErr != nil {
+			return
+		}
 		buildBinary = filepath.Join(buildDir, "manager")
 		cmd := exec.Command("go", "build", "-o", buildBinary, "./cmd")
 		cmd.Dir = projectRoot
@@ -49,16 +52,14 @@ func managerBinary(t *testing.T) string {
 	return buildBinary
 }
 
-var buildDir string
+var buildDir string // created by managerBinary, removed by TestMain
 
 func TestMain(m *testing.M) {
-	var err error
-	if buildDir, err = os.MkdirTemp("", "sharding-manager-"); err != nil {
-		panic(err)
-	}
 	logf.SetLogger(logr.Discard()) // the in-process caches of the uid test
 	code := m.Run()
-	_ = os.RemoveAll(buildDir)
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
 	os.Exit(code)
 }
 
