@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -54,22 +53,7 @@ func requireGatedEnv(t *testing.T) *rest.Config {
 }
 
 // nsReplica is one namespace-sharded cache of the test.
-type nsReplica struct {
-	id      string
-	cache   *dcache.Cache
-	cancel  context.CancelFunc
-	done    chan error
-	deletes atomic.Int64
-}
-
-func (r *nsReplica) stop() {
-	if r.cancel == nil {
-		return
-	}
-	r.cancel()
-	r.cancel = nil
-	<-r.done
-}
+type nsReplica = shardedReplica
 
 // nsWorld is the test's objects on one control plane.
 type nsWorld struct {
@@ -102,72 +86,50 @@ func (w *nsWorld) startReplica(t *testing.T, id string) *nsReplica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &nsReplica{id: id, cache: c.(*dcache.Cache), done: make(chan error, 1)}
-	inf, err := c.GetInformer(context.Background(), &corev1.Pod{}, crcache.BlockUntilSynced(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(any) { r.deletes.Add(1) },
-	}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	go func() { r.done <- c.Start(ctx) }()
-	t.Cleanup(r.stop)
-	return r
+	return runReplica(t, id, c.(*dcache.Cache), &corev1.Pod{})
 }
 
 // createNamespaces creates the namespaces names with pods Pods each, eight at a time.
 func (w *nsWorld) createNamespaces(t *testing.T, names []string, pods int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	work := make(chan string)
-	for range 8 {
-		wg.Go(func() {
-			for ns := range work {
-				if _, err := w.cs.CoreV1().Namespaces().Create(context.Background(),
-					&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-					failed.Add(1)
-					continue
-				}
-				for i := range pods {
-					p := newPod(ns, fmt.Sprintf("pod-%d", i), map[string]string{nsRunLabel: w.run})
-					if _, err := w.cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-						failed.Add(1)
-					}
-				}
-			}
-		})
-	}
-	for _, ns := range names {
-		work <- ns
-	}
-	close(work)
-	wg.Wait()
-	if failed.Load() > 0 {
-		t.Fatalf("%d namespaces or Pods not created", failed.Load())
+	if failed := eachNamespace(names, func(ns string) int {
+		if _, err := w.cs.CoreV1().Namespaces().Create(context.Background(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return 1
+		}
+		failed := 0
+		for i := range pods {
+			failed += w.createPod(ns, i)
+		}
+		return failed
+	}); failed > 0 {
+		t.Fatalf("%d namespaces or Pods not created", failed)
 	}
 	for _, ns := range names {
 		w.podsOfNS[ns] = pods
 	}
 }
 
-// addPods creates Pod number index in each of the namespaces names.
-func (w *nsWorld) addPods(t *testing.T, names []string, index int) {
-	t.Helper()
+// createPod creates Pod number index of the test in ns; it returns 1 if that
+// failed, else 0.
+func (w *nsWorld) createPod(ns string, index int) int {
+	p := newPod(ns, fmt.Sprintf("pod-%d", index), map[string]string{nsRunLabel: w.run})
+	if _, err := w.cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// eachNamespace calls fn for every namespace of names, eight at a time, and
+// returns the sum of what fn returned (the failures).
+func eachNamespace(names []string, fn func(ns string) int) int {
 	var wg sync.WaitGroup
 	var failed atomic.Int64
 	work := make(chan string)
 	for range 8 {
 		wg.Go(func() {
 			for ns := range work {
-				p := newPod(ns, fmt.Sprintf("pod-%d", index), map[string]string{nsRunLabel: w.run})
-				if _, err := w.cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-					failed.Add(1)
-				}
+				failed.Add(int64(fn(ns)))
 			}
 		})
 	}
@@ -176,8 +138,14 @@ func (w *nsWorld) addPods(t *testing.T, names []string, index int) {
 	}
 	close(work)
 	wg.Wait()
-	if failed.Load() > 0 {
-		t.Fatalf("%d Pods not created", failed.Load())
+	return int(failed.Load())
+}
+
+// addPods creates Pod number index in each of the namespaces names.
+func (w *nsWorld) addPods(t *testing.T, names []string, index int) {
+	t.Helper()
+	if failed := eachNamespace(names, func(ns string) int { return w.createPod(ns, index) }); failed > 0 {
+		t.Fatalf("%d Pods not created", failed)
 	}
 	for _, ns := range names {
 		w.podsOfNS[ns]++

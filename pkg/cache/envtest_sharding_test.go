@@ -41,8 +41,15 @@ func startShardedReplica(t *testing.T, ns, id string, crashy bool) *shardedRepli
 				RenewInterval: time.Second, KeepLeaseOnStop: crashy},
 			ByUID: []client.Object{&corev1.ConfigMap{}},
 		}))
+	return runReplica(t, id, c, &corev1.ConfigMap{})
+}
+
+// runReplica starts c with a handler on obj's informer that counts Delete
+// notifications; the cache stops at the end of the test.
+func runReplica(t *testing.T, id string, c *dcache.Cache, obj client.Object) *shardedReplica {
+	t.Helper()
 	r := &shardedReplica{id: id, cache: c, done: make(chan error, 1)}
-	inf, err := c.GetInformer(context.Background(), &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
+	inf, err := c.GetInformer(context.Background(), obj, crcache.BlockUntilSynced(false))
 	if err != nil {
 		t.Fatal(err)
 	}
