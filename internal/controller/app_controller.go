@@ -64,7 +64,7 @@ type AppReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // Sharding (--shard-identity): the replicas' Lease ring, and the Namespaces that
 // namespace sharding assigns.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 
 // Reconcile computes the status of one App from the pods labelled app=<selector> in its

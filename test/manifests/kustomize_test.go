@@ -147,6 +147,11 @@ func TestManagerRoleGrantsExactlyWhatTheControllerUses(t *testing.T) {
 		"demo.deltacache.io|apps/status|update",
 		"demo.deltacache.io|apps|get,list,watch",
 		"|pods|get,list,watch",
+		// Sharding (--shard-identity): the ring reads and writes its Leases
+		// (pkg/shard: list, get, create, update, delete; no watch), and
+		// namespace sharding watches Namespaces (metadata only).
+		"coordination.k8s.io|leases|create,delete,get,list,update",
+		"|namespaces|list,watch",
 	}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
