@@ -58,7 +58,7 @@ const (
 type ChildSpec struct {
 	Workload  string    `json:"workload"`
 	Contender Contender `json:"contender"`
-	// Pods is the number of pods (apiserver, memory-api, sync).
+	// Pods is the number of pods (apiserver, memory-api, sync, sharding).
 	Pods int `json:"pods,omitempty"`
 	// Keys, Events, Few and Many size the event workloads (throughput, stuck, store).
 	Keys   int `json:"keys,omitempty"`
@@ -118,8 +118,7 @@ func RunChild(ctx context.Context, spec ChildSpec) (Values, error) {
 		if err != nil {
 			return nil, err
 		}
-		return ShardWorkload{Contender: spec.Contender, Config: cfg, Layout: NewLayout(spec.Pods),
-			Replica: spec.Shard}.Run(ctx)
+		return ShardWorkload{Contender: spec.Contender, Config: cfg, Replica: spec.Shard}.Run(ctx)
 	case WorkloadFootprint:
 		return MeasureFootprint(spec.Pods)
 	case WorkloadSync:

@@ -57,11 +57,10 @@ type ShardReplica struct {
 }
 
 // ShardWorkload measures one replica of section E: Contender's cache (Deltacache with
-// WithSharding when Replica.Replicas > 0) over the pods of Layout served at Config.
+// WithSharding when Replica.Replicas > 0) over the pods served at Config.
 type ShardWorkload struct {
 	Contender Contender
 	Config    *rest.Config
-	Layout    Layout
 	Replica   ShardReplica
 	// Timeout bounds the wait for the share and for the barrier; 0 = 10 minutes.
 	Timeout time.Duration
