@@ -133,7 +133,8 @@ soak: envtest ## Fault-injection soak (SOAK_DURATION, SOAK_SEED); writes docs/re
 	go test ./test/soak/ -run TestSoak -count=1 -v -timeout 60m
 
 # `make bench` measures deltacache against controller-runtime's cache and client-go's informer and
-# writes docs/benchmarks.md and docs/benchmarks.png: 20k pods on an envtest API server, then
+# writes docs/benchmarks.md and docs/benchmarks.png: 20k pods on an envtest API server, the same
+# pods on a second one with ShardedListAndWatch for 1–4 sharded replicas (section E), then
 # in-process workloads (well under 30 minutes on 2 cores). BENCH_QUICK=1 runs small sizes once and
 # writes to bin/bench-quick/ instead. BENCH_ARGS adds flags of test/bench/cmd (e.g. -runs 10).
 .PHONY: bench

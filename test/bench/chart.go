@@ -40,6 +40,10 @@ type ChartRow struct {
 func ChartRows(o Options, r Results) []ChartRow {
 	var rows []ChartRow
 	for _, s := range o.Sections() {
+		if s.ID == SectionSharding {
+			// Its ratios are per replica of several configurations: its own table.
+			continue
+		}
 		prefix, _, _ := strings.Cut(s.Title, ".")
 		for _, f := range s.Figures {
 			for _, peer := range Peers {

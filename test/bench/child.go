@@ -49,6 +49,8 @@ const (
 	WorkloadKind = "kind"
 	// WorkloadFootprint takes the heap of a cached pod apart (section D).
 	WorkloadFootprint = "footprint"
+	// WorkloadSharding measures one replica, sharded or not, of section E.
+	WorkloadSharding = "sharding"
 )
 
 // ChildSpec is what one child process measures. Fields a workload does not use are
@@ -56,7 +58,7 @@ const (
 type ChildSpec struct {
 	Workload  string    `json:"workload"`
 	Contender Contender `json:"contender"`
-	// Pods is the number of pods (apiserver, memory-api, sync).
+	// Pods is the number of pods (apiserver, memory-api, sync, sharding).
 	Pods int `json:"pods,omitempty"`
 	// Keys, Events, Few and Many size the event workloads (throughput, stuck, store).
 	Keys   int `json:"keys,omitempty"`
@@ -75,6 +77,8 @@ type ChildSpec struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// Kind is the kind of section C (KindSecret, KindApp, KindAppUnstructured).
 	Kind string `json:"kind,omitempty"`
+	// Shard is the ring membership of a sharded replica of section E (sharding).
+	Shard ShardReplica `json:"shard,omitzero"`
 }
 
 // ChildFlag is the flag that makes the bench binary run one ChildSpec (JSON) and print
@@ -106,6 +110,15 @@ func RunChild(ctx context.Context, spec ChildSpec) (Values, error) {
 		}
 		return CacheWorkload{Contender: spec.Contender, Config: api.Config(), Mapper: api.Mapper(), Layout: l,
 			Reps: spec.Reps, OpTime: spec.OpTime, Seed: spec.Seed}.Run(ctx)
+	case WorkloadSharding:
+		if err := spec.Shard.validate(); err != nil {
+			return nil, err
+		}
+		cfg, err := restConfigFromFile(spec.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		return ShardWorkload{Contender: spec.Contender, Config: cfg, Replica: spec.Shard}.Run(ctx)
 	case WorkloadFootprint:
 		return MeasureFootprint(spec.Pods)
 	case WorkloadSync:

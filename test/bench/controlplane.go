@@ -51,16 +51,21 @@ var ErrNoAssets = errors.New("KUBEBUILDER_ASSETS is not set: run `make bench`, o
 
 // StartControlPlane starts envtest's control plane from KUBEBUILDER_ASSETS with
 // --max-requests-inflight=1000 and --max-mutating-requests-inflight=1000 (the seeder
-// creates pods from many workers). Stop it with Stop.
-func StartControlPlane() (*ControlPlane, error) {
+// creates pods from many workers), and each of featureGates (e.g.
+// "ShardedListAndWatch=true") appended to kube-apiserver's --feature-gates. Stop it
+// with Stop.
+func StartControlPlane(featureGates ...string) (*ControlPlane, error) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		return nil, ErrNoAssets
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	env.ControlPlane.GetAPIServer().Configure().
+	args := env.ControlPlane.GetAPIServer().Configure().
 		Set("max-requests-inflight", "1000").
 		Set("max-mutating-requests-inflight", "1000")
+	for _, g := range featureGates {
+		args.Append("feature-gates", g)
+	}
 	if _, err := env.Start(); err != nil {
 		return nil, fmt.Errorf("starting envtest control plane: %w", err)
 	}

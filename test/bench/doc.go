@@ -28,6 +28,9 @@ limitations under the License.
 //	memoryapi.go       an in-process API (http.RoundTripper) that fills the caches for B6
 //	pipeline.go        B1–B3, B5: initial sync, update throughput, memory for a stuck handler
 //	store_workload.go  B4: store writes with and without List readers
+//	sharding*.go       E: R = 1–4 uid-sharded replicas at once on a ShardedListAndWatch
+//	                   server (sharding.go: figures and a round's sum; _workload: one
+//	                   replica's child; _run: gated server, Leases, the R children; _report)
 //	measure.go         heap after GC, VmHWM, timing loops
 //	child.go           every measurement runs in a child process of the bench binary
 //	plan.go, run.go    sizes (default and quick), sections, the order of the run

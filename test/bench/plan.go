@@ -280,5 +280,6 @@ func (o Options) Sections() []Section {
 				{FigHeapPerPod, "Heap in use after GC per pod", "B", false},
 			}, readFigures()...),
 		},
+		shardingSection(o),
 	}
 }

@@ -55,6 +55,9 @@ func ContenderTitle(c Contender) string {
 	case ClientGo:
 		return "client-go"
 	default:
+		if n, ok := ShardReplicas(c); ok {
+			return fmt.Sprintf("deltacache, %d sharded replicas (per replica)", n)
+		}
 		return string(c)
 	}
 }
@@ -114,6 +117,10 @@ func (rep Report) Markdown() string {
 		p("| Pod size | %d bytes JSON, %d bytes protobuf, as the API server returns one |\n",
 			rep.Info.PodJSONBytes, rep.Info.PodProtobufBytes)
 	}
+	if rep.Info.ShardingSkipped == "" && rep.Results[SectionSharding] != nil {
+		p("| Sharding server (E) | a second envtest kube-apiserver with --feature-gates=ShardedListAndWatch=true; "+
+			"%d pods created in %s |\n", o.APIPods, rep.Info.ShardingSeedDuration.Round(time.Second))
+	}
 	p("| Runtime | GOMAXPROCS = cores, GOGC default; client-side rate limiting off (QPS -1) for every " +
 		"contender, as controller-runtime's `config.GetConfig` sets it |\n\n")
 
@@ -157,6 +164,10 @@ func (rep Report) Markdown() string {
 	}
 
 	for _, s := range o.Sections() {
+		if s.ID == SectionSharding {
+			rep.shardingSection(&b, s)
+			continue
+		}
 		rep.section(&b, s)
 	}
 

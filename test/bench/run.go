@@ -53,6 +53,10 @@ type RunInfo struct {
 	// PodJSONBytes and PodProtobufBytes are the size of one seeded pod as the API server
 	// returns it.
 	PodJSONBytes, PodProtobufBytes int
+	// ShardingSkipped is why section E did not run ("" if it ran); ShardingSeedDuration
+	// is how long creating its server's pods took.
+	ShardingSkipped      string
+	ShardingSeedDuration time.Duration
 	// Duration is the wall time of the whole run.
 	Duration time.Duration
 }
@@ -71,6 +75,15 @@ func (r *Runner) Run(ctx context.Context) (Results, RunInfo, error) {
 		}
 		info.APIServerSkipped = err.Error()
 		r.logf("section A skipped: %v", err)
+	}
+	if !o.RunsSection(SectionSharding) {
+		info.ShardingSkipped = "not among the sections asked for"
+	} else if err := r.runSharding(ctx, results, &info); err != nil {
+		if !errors.Is(err, ErrNoAssets) {
+			return nil, info, err
+		}
+		info.ShardingSkipped = err.Error()
+		r.logf("section E skipped: %v", err)
 	}
 	if err := r.runInProcess(ctx, results); err != nil {
 		return nil, info, err

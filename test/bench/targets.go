@@ -63,6 +63,10 @@ func Targets(o Options) []Target {
 		t.Contender = DeltacacheDefaults
 		return t
 	}
+	sharded := func(t Target) Target {
+		t.Contender = ShardedContender(3)
+		return t
+	}
 	return []Target{
 		defaults(cost("Heap per pod after sync ≤ 0.25× controller-runtime's default (deltacache's defaults)",
 			SectionAPIServer, FigHeapPerPod, ControllerRuntime, 0.25)),
@@ -90,6 +94,8 @@ func Targets(o Options) []Target {
 		rate("Store writes with 10 List readers ≥ 100× client-go's", SectionStore, FigWrites10, ClientGo, 100),
 		stuck,
 		rate("In-process pipeline throughput ≥ 2× client-go's", SectionThroughput, FigThroughput, ClientGo, 2),
+		sharded(cost("Pod bytes received per replica with 3 sharded replicas ≤ 0.4× one unsharded replica",
+			SectionSharding, FigShardBytes, Deltacache, 0.4)),
 	}
 }
 

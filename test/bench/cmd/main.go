@@ -151,17 +151,22 @@ func run(ctx context.Context, opts bench.Options, quick bool, out, chart, comman
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	rows := bench.ChartRows(s.Options, s.Results)
-	if err := bench.WriteChart(chart, "deltacache vs controller-runtime (CR) and client-go", rows); err != nil {
-		return fmt.Errorf("writing the chart: %w", err)
-	}
-	if rel, err := filepath.Rel(filepath.Dir(out), chart); err == nil {
-		report.Chart = filepath.ToSlash(rel)
+	// A partial run (-only) may have no ratio to chart (e.g. only section E, whose
+	// ratios are in its own table): the report is then written without a chart.
+	if rows := bench.ChartRows(s.Options, s.Results); len(rows) == 0 {
+		fmt.Fprintf(os.Stderr, "bench: no ratio to chart in the sections measured: no chart written\n")
+	} else {
+		if err := bench.WriteChart(chart, "deltacache vs controller-runtime (CR) and client-go", rows); err != nil {
+			return fmt.Errorf("writing the chart: %w", err)
+		}
+		if rel, err := filepath.Rel(filepath.Dir(out), chart); err == nil {
+			report.Chart = filepath.ToSlash(rel)
+		}
 	}
 	if err := os.WriteFile(out, []byte(report.Markdown()), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "bench: wrote %s and %s (measured in %s)\n", out, chart, s.Info.Duration.Round(time.Second))
+	fmt.Fprintf(os.Stderr, "bench: wrote %s (chart %q; measured in %s)\n", out, report.Chart, s.Info.Duration.Round(time.Second))
 	return nil
 }
 
