@@ -162,7 +162,7 @@ lint-config: golangci-lint ## Verify golangci-lint linter configuration
 
 .PHONY: build
 build: manifests generate fmt vet ## Build manager binary.
-	go build -o bin/manager cmd/main.go
+	go build -o bin/manager ./cmd
 
 # With a kubeconfig (KUBECONFIG, ~/.kube/config or in-cluster) the manager runs against that
 # cluster. Without one it starts a local control plane, installs the CRDs, seeds the samples and
