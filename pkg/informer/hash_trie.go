@@ -356,7 +356,9 @@ func (ed *edit) spare(n trimmable) {
 }
 
 // hasSpare reports whether n has room it does not use.
-func (n *trieNode[V]) hasSpare() bool { return cap(n.data) > len(n.data) || cap(n.nodes) > len(n.nodes) }
+func (n *trieNode[V]) hasSpare() bool {
+	return cap(n.data) > len(n.data) || cap(n.nodes) > len(n.nodes)
+}
 
 // trim drops n's spare capacity (room left by appending in place).
 func (n *trieNode[V]) trim() {
