@@ -156,14 +156,12 @@ func (w *namespaceWatch) selector(slots shard.Slots) *informer.ShardSelector {
 
 // awaitSynced waits until the Namespace informer has synced, or ctx ends (its error).
 func (w *namespaceWatch) awaitSynced(ctx context.Context) error {
-	for !w.informer.HasSynced() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the Namespace informer of namespace sharding: %w", ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
+	select {
+	case <-w.informer.HasSyncedChecker().Done():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the Namespace informer of namespace sharding: %w", ctx.Err())
 	}
-	return nil
 }
 
 // runNamespaces runs the Namespace informer and, until ctx ends, follows the coming

@@ -66,13 +66,17 @@ func (r *Reflector) SetShardSelector(sel *ShardSelector) {
 // sel.ForServer (logged once per Reflector); the client-side filter keeps
 // applying sel itself.
 func (r *Reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel *ShardSelector) {
+	o.ShardSelector = sel.String()
+	if len(o.ShardSelector) <= MaxShardSelectorLength {
+		return
+	}
 	wire := sel.ForServer()
-	if wire != sel && r.coarsened.CompareAndSwap(false, true) {
+	o.ShardSelector = wire.String()
+	if r.coarsened.CompareAndSwap(false, true) {
 		r.logger(ctx).Info("Shard selector too long for the server: sending a coarser one and filtering the rest on the client",
 			"reflector", r.name, "ranges", len(sel.Ranges), "sentRanges", len(wire.Ranges),
 			"limit", MaxShardSelectorLength)
 	}
-	o.ShardSelector = wire.String()
 }
 
 // keep reports whether a received object belongs to the shard; objects
