@@ -140,28 +140,44 @@ func summarize(v Values) string {
 	return s.String()
 }
 
-func (r *Runner) runAPIServer(ctx context.Context, results Results, info *RunInfo) error {
-	o := r.Options
-	r.logf("section A: starting the envtest control plane")
-	cp, err := StartControlPlane()
-	if err != nil {
-		return err
+// startControlPlane starts an envtest control plane with featureGates and writes its
+// kubeconfig to a temporary file; stop stops the control plane (an error is logged)
+// and removes the file.
+func (r *Runner) startControlPlane(featureGates ...string) (cp *ControlPlane, kubeconfig string, stop func(), err error) {
+	if cp, err = StartControlPlane(featureGates...); err != nil {
+		return nil, "", nil, err
 	}
-	defer func() {
+	stopCP := func() {
 		if err := cp.Stop(); err != nil {
 			r.logf("stopping the control plane: %v", err)
 		}
-	}()
-	if info.APIServerVersion, err = serverVersion(cp.Config); err != nil {
-		return err
 	}
 	dir, err := os.MkdirTemp("", "deltacache-bench-")
 	if err != nil {
+		stopCP()
+		return nil, "", nil, err
+	}
+	stop = func() {
+		_ = os.RemoveAll(dir)
+		stopCP()
+	}
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, cp.Kubeconfig, 0o600); err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	return cp, kubeconfig, stop, nil
+}
+
+func (r *Runner) runAPIServer(ctx context.Context, results Results, info *RunInfo) error {
+	o := r.Options
+	r.logf("section A: starting the envtest control plane")
+	cp, kubeconfig, stop, err := r.startControlPlane()
+	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, cp.Kubeconfig, 0o600); err != nil {
+	defer stop()
+	if info.APIServerVersion, err = serverVersion(cp.Config); err != nil {
 		return err
 	}
 

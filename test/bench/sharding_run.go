@@ -76,24 +76,11 @@ func RingLeases(namespace, ring string, identities []string, now time.Time) []*c
 func (r *Runner) runSharding(ctx context.Context, results Results, info *RunInfo) error {
 	o := r.Options
 	r.logf("section E: starting the envtest control plane with ShardedListAndWatch=true")
-	cp, err := StartControlPlane("ShardedListAndWatch=true")
+	cp, kubeconfig, stop, err := r.startControlPlane("ShardedListAndWatch=true")
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := cp.Stop(); err != nil {
-			r.logf("stopping the control plane: %v", err)
-		}
-	}()
-	dir, err := os.MkdirTemp("", "deltacache-bench-sharding-")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, cp.Kubeconfig, 0o600); err != nil {
-		return err
-	}
+	defer stop()
 	l := NewLayout(o.APIPods)
 	r.logf("section E: creating %d pods in %d namespaces", l.Pods, l.Namespaces)
 	began := time.Now()
@@ -116,7 +103,7 @@ func (r *Runner) runSharding(ctx context.Context, results Results, info *RunInfo
 				continue
 			}
 			ring := fmt.Sprintf("bench-run%d-r%d", run, n)
-			barrier := filepath.Join(dir, ring)
+			barrier := filepath.Join(filepath.Dir(kubeconfig), ring) // removed with it
 			if err := os.Mkdir(barrier, 0o700); err != nil {
 				return err
 			}
