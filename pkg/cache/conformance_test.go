@@ -71,6 +71,12 @@ import (
 //     DefaultUnsafeDisableDeepCopy: the case of that name;
 //   - GetInformerForKind serves a kind missing from the Scheme as unstructured: the case
 //     "GetInformerForKind of a kind missing from the Scheme".
+//   - with compact storage, objects handed to handlers and returned with
+//     UnsafeDisableDeepCopy are decoded for the caller, not the cache's own: the case
+//     "per-call UnsafeDisableDeepCopy shares the cached object" (run with compact and
+//     decoded storage) and TestUnsafeDisableDeepCopyReadsOfCompactStorageCannotCorruptTheCache;
+//   - a blocking GetInformer of a kind not served yet waits for it:
+//     TestEnvtestControllerStartedBeforeItsCRDReconcilesSoonAfterItIsInstalled.
 
 const (
 	implControllerRuntime = "controller-runtime"

@@ -47,28 +47,35 @@ limitations under the License.
 // which New rejects with an error: deltacache supplies its own informers. The
 // conformance suite (conformance_test.go) runs the same cases against
 // controller-runtime's cache.New and this package's New in envtest. Every deliberate
-// difference is listed there, with the test that pins it, and in the README: merged
-// notifications, contained panics (WithCrashOnHandlerPanic), stripped managedFields
-// (WithKeepManagedFields), NewInformer rejected, a stricter MatchingFields check, early
-// sync failure (WithWaitThroughSyncErrors), a per-call UnsafeDisableDeepCopy(false)
-// honoured, kinds missing from the Scheme served as unstructured by GetInformerForKind.
-// Typed objects reach transforms, index functions, handlers and GetStore/GetIndexer with
-// an empty TypeMeta, as controller-runtime's; WithTypeMetaOnHandlerObjects sets
-// apiVersion and kind on them.
+// difference is listed in the README ("Differences from controller-runtime's cache"),
+// each with the test that pins it, and in conformance_test.go: merged notifications,
+// contained panics (WithCrashOnHandlerPanic), stripped managedFields
+// (WithKeepManagedFields), apiVersion/kind on typed handler objects only with
+// WithTypeMetaOnHandlerObjects (typed objects reach transforms, index functions, handlers
+// and GetStore/GetIndexer with an empty TypeMeta, as controller-runtime's), NewInformer
+// rejected, a stricter MatchingFields check, early sync failure
+// (WithWaitThroughSyncErrors), a per-call UnsafeDisableDeepCopy(false) honoured, kinds
+// missing from the Scheme served as unstructured by GetInformerForKind, objects handed
+// out that are not the cache's own under compact storage (WithoutCompactStorage), and a
+// controller started before its CRD waiting for it.
 //
 // # Errors are surfaced, not waited out
 //
 // A kind the RESTMapper does not know (a CRD that is not installed) is a
-// *meta.NoKindMatchError from Get, List, GetInformer and IndexField, at once; nothing
-// is remembered, so the first call after the CRD is installed creates the informer
-// (controller-runtime's dynamic RESTMapper re-discovers the group on a miss). An
-// informer whose list or watch fails with an error that retrying will not fix
-// (Forbidden, Unauthorized, a resource that is no longer served) makes a blocking read
-// return that error promptly, and WaitForCacheSync return false once every informer
-// that has not synced is in that state; SyncError(gvk) and SyncErrors return the
-// errors (WithWaitThroughSyncErrors restores controller-runtime's waiting). Each failed
-// attempt is logged once, when its retry is scheduled, with the delay; WithBackoff sets
-// the delays.
+// *meta.NoKindMatchError from Get, List and IndexField, at once; nothing is remembered,
+// so the first call after the CRD is installed creates the informer (controller-runtime's
+// dynamic RESTMapper re-discovers the group on a miss). A blocking GetInformer of such a
+// kind on a started cache waits for it instead (asking the RESTMapper again every
+// 500 ms), so a controller started before its CRD starts soon after the CRD is
+// established; a non-blocking one fails at once. An informer whose list or watch fails
+// with an error that retrying will not fix (Forbidden, Unauthorized, a resource that is
+// no longer served) makes a blocking read return that error promptly, and
+// WaitForCacheSync return false once every informer that has not synced is in that
+// state; SyncError(gvk) and SyncErrors return the errors (WithWaitThroughSyncErrors
+// restores controller-runtime's waiting). Each failed attempt is logged once, when its
+// retry is scheduled, with the delay; WithBackoff sets the delays. ReadyzCheck and
+// HealthzCheck turn the informers' state into the Manager's readyz (every informer
+// synced, or the reason it has not) and healthz (no informer stalled) checks.
 //
 // # Read your writes
 //
@@ -84,10 +91,26 @@ limitations under the License.
 // application/vnd.kubernetes.protobuf unless the rest.Config sets a ContentType);
 // CRDs travel as JSON. Before an object is stored, after the user's transform (which
 // runs once per received object), metadata.managedFields are stripped
-// (WithKeepManagedFields keeps them) and repeated metadata strings — namespace,
-// generateName, label keys and values, annotation keys, owner references — are
-// interned in a bounded table shared by the cache's informers (WithoutStringInterning
-// turns that off). BenchmarkStoredPodHeap10k measures the heap a cached pod holds.
+// (WithKeepManagedFields keeps them). Under the default StorageAuto, built-in kinds and
+// metadata-only objects are then held encoded as protobuf and unstructured objects as
+// CBOR (compact storage), and every read decodes them, which replaces the deep copy;
+// typed CRD kinds are held decoded, with repeated metadata strings — namespace,
+// generateName, label keys and values, annotation keys, owner references — interned in
+// a bounded table shared by the cache's informers (WithoutStringInterning turns that
+// off). WithStorage and WithStorageFor choose per kind (StorageCompact, StorageDecoded);
+// DELTACACHE_STORAGE in the environment overrides the default mode.
+// BenchmarkStoredPodHeap10k measures the heap a cached pod holds.
+//
+// # Sharding and the drift check
+//
+// WithSharding splits chosen kinds among replicas that form a ring of Leases
+// (pkg/shard): by object uid or by namespace, each informer listing and watching only
+// its share (with KEP-5866's shardSelector where the server filters, a client-side
+// filter where it does not). A Get of a key this replica cannot hold returns
+// ErrNotInShard; ShardedReconciler runs a reconciler only for requests of this
+// replica's share. WithConsistencyCheck compares each informer's store with a
+// metadata-only LIST of its scope at an interval and heals drift with a relist
+// (docs/consistency-check.md).
 //
 // # Safe zero-copy
 //

@@ -120,7 +120,7 @@
 // minute without closing is abandoned and re-opened (a dead connection);
 // Options.WatchStallTimeout abandons a watch that is silent for less.
 //
-// Reads take no lock (DESIGN.md invariant 6). Each stored key has a cell
+// Reads take no lock: a write never waits behind a long List. Each stored key has a cell
 // holding its current record (object and index values) behind an atomic
 // pointer; cells live in copy-on-write hash shards of about eight entries,
 // and the indexes file the cells in persistent hash tries (CHAMP). Get,
@@ -156,7 +156,7 @@
 // and metadata clients (the metadata adapter stamps the GVK on streamed
 // events too) and opt out (IsWatchListSemanticsUnSupported) when bookmarks
 // are disabled, since the server then never sends the end bookmark
-// (client-go anchor §11.3), or when the client opts out. A failed stream
+// (as client-go's util/watchlist decides), or when the client opts out. A failed stream
 // falls back to a paginated LIST for that attempt. A server that refuses
 // WatchList (422/400), or whose stream falls silent for a whole
 // WatchListTimeout period (default 10 s), does not end its initial events

@@ -190,8 +190,8 @@ func (lw *ListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) 
 
 // IsWatchListSemanticsUnSupported reports whether the initial list must not be
 // streamed through this ListWatch: true when bookmarks are disabled (the
-// server would never send the initial-events-end bookmark; client-go anchor
-// §11.3) or the wrapped client opts out. Our Reflector and client-go's
+// server would never send the initial-events-end bookmark, which is why
+// client-go's util/watchlist opts out then too) or the wrapped client opts out. Our Reflector and client-go's
 // util/watchlist read it.
 func (lw *ListWatch) IsWatchListSemanticsUnSupported() bool { return lw.watchListUnsupported }
 
