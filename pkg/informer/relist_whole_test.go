@@ -34,7 +34,13 @@ const (
 	relistListRV = "30" // the relist's resourceVersion
 	appOld       = "old"
 	appNew       = "new"
+	modeList     = "LIST"
+	modeCompact  = "LIST+compact" // LIST with compact storage (StorageCodec)
 )
+
+// relistModes are the ways the tests below list: LIST, WatchList, and LIST
+// into a compact store.
+var relistModes = []string{modeList, modeWatchList, modeCompact}
 
 // relistState is a store content: key → resourceVersion, and the keys filed
 // under app=new.
@@ -113,9 +119,8 @@ type relistRun struct {
 	relist func()
 }
 
-// startRelistRun starts the informer in mode (a LIST, or a WatchList
-// stream), with h as its handler, and waits until h has handled the first
-// list.
+// startRelistRun starts the informer in mode (see relistModes), with h as
+// its handler, and waits until h has handled the first list.
 func startRelistRun(t *testing.T, mode string, h toolscache.ResourceEventHandler) *relistRun {
 	t.Helper()
 	first, second, before, after := relistStates()
@@ -138,6 +143,11 @@ func startRelistRun(t *testing.T, mode string, h toolscache.ResourceEventHandler
 	case modeWatchList:
 		r.f.ServeWatchList(true)
 		r.f.ScriptWatch(stream(first, "10"), stream(second, relistListRV))
+	case modeCompact:
+		codec, err := NewProtobufCodec(&corev1.Pod{})
+		must(t, err)
+		opts.StorageCodec = codec
+		fallthrough
 	default:
 		opts.DisableWatchList = true
 		r.f.ScriptList(informertest.ListResponse{Items: first, ResourceVersion: "10"},
@@ -225,7 +235,7 @@ func (c *relistChecker) OnDelete(obj any)    { c.check("delete " + describe(obj)
 // installs it: every handler call during the relist's delivery reads the
 // relisted state from the Indexer, never part of it.
 func TestRelistHandlersSeeTheWholeRelistedStore(t *testing.T) {
-	for _, mode := range []string{"LIST", modeWatchList} {
+	for _, mode := range []string{modeList, modeWatchList} {
 		t.Run(mode, func(t *testing.T) {
 			var r *relistRun
 			c := &relistChecker{run: func() *relistRun { return r }}
@@ -254,7 +264,7 @@ func TestRelistHandlersSeeTheWholeRelistedStore(t *testing.T) {
 // then as relisted: never a mix, never back, and never the relist's RV
 // with the old content.
 func TestRelistReadersSeeTheStoreBeforeOrAfterNeverBetween(t *testing.T) {
-	for _, mode := range []string{"LIST", modeWatchList} {
+	for _, mode := range relistModes {
 		t.Run(mode, func(t *testing.T) {
 			r := startRelistRun(t, mode, toolscache.ResourceEventHandlerFuncs{})
 			ix := r.s.GetIndexer()
