@@ -391,8 +391,9 @@ func TestPopBatchMatchesPop(t *testing.T) {
 		server := map[string]*corev1.Pod{}
 		rv := 0
 		var popsS, popsB []string
-		// The model of the relist span: populated once anything was queued,
-		// then every Replace is a relist spanning the whole queue.
+		// The model of the relist span: populated by a Replace, Add, Update
+		// or Delete (not Resync), then every Replace is a relist spanning
+		// the whole queue.
 		populated, span := false, 0
 		popBatched := func(k int) int {
 			n := 0
@@ -436,7 +437,6 @@ func TestPopBatchMatchesPop(t *testing.T) {
 		both := func(op func(f *DeltaFIFO) error) {
 			must(t, op(fs))
 			must(t, op(fb))
-			populated = true
 		}
 		if round%2 == 0 { // half the rounds start with an initial list
 			list := make([]any, 0, 12)
@@ -447,6 +447,7 @@ func TestPopBatchMatchesPop(t *testing.T) {
 				list = append(list, p)
 			}
 			both(func(f *DeltaFIFO) error { return f.Replace(list, strconv.Itoa(rv)) })
+			populated = true
 		}
 		for step := range 60 {
 			name := fmt.Sprintf("p%d", rng.IntN(12))
@@ -462,10 +463,12 @@ func TestPopBatchMatchesPop(t *testing.T) {
 				} else {
 					both(func(f *DeltaFIFO) error { return f.Add(p) })
 				}
+				populated = true
 			case r < 5: // watch event: delete
 				if old, ok := server[key]; ok {
 					delete(server, key)
 					both(func(f *DeltaFIFO) error { return f.Delete(old) })
+					populated = true
 				}
 			case r < 6: // relist: some objects changed, at most one gone, maybe one new
 				// (one tombstone at most: Replace emits several in map order)
@@ -488,11 +491,11 @@ func TestPopBatchMatchesPop(t *testing.T) {
 					list = append(list, next[k])
 				}
 				server = next
-				relist := populated
 				both(func(f *DeltaFIFO) error { return f.Replace(list, strconv.Itoa(rv)) })
-				if relist {
+				if populated {
 					span = fb.Len()
 				}
+				populated = true
 			case r < 7:
 				both(func(f *DeltaFIFO) error { return f.Resync() })
 			default: // pop k keys from each
