@@ -24,7 +24,8 @@ func TestWholeBatchIsInvisibleUntilCommit(t *testing.T) {
 		t.Fatal("remove of a stored key reported absent")
 	}
 	must(t, w.put("a/new", pod("a", "new", "6", "app=db")))
-	if got := batchGet(w, "a/same") + " " + batchGet(w, "a/gone") + " " + batchGet(w, "a/new"); got != "a/same@4 absent a/new@6" {
+	got := batchGet(w, "a/same") + " " + batchGet(w, "a/gone") + " " + batchGet(w, "a/new")
+	if got != "a/same@4 absent a/new@6" {
 		t.Fatalf("the batch's own gets = %s", got)
 	}
 	checkView(t, "readers before commit", viewOf(t, ix), before)

@@ -298,7 +298,8 @@ func TestRelistReadersSeeTheStoreBeforeOrAfterNeverBetween(t *testing.T) {
 					objs, _ := ix.ByIndex(appLabel, appNew)
 					read("ByIndex(app, new)", relistStateOf(objs, r.before, r.after, true))
 					probe, _, _ := ix.GetByKey(probeKey)
-					read("GetByKey("+probeKey+")", map[string]string{"1": "before", "20": "after"}[probe.(*corev1.Pod).ResourceVersion])
+					probeState := map[string]string{"1": "before", "20": "after"}[probe.(*corev1.Pod).ResourceVersion]
+					read("GetByKey("+probeKey+")", probeState)
 					if relisting {
 						seen[list]++
 					}
