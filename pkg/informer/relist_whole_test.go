@@ -114,6 +114,9 @@ type relistRun struct {
 	slow   atomic.Bool
 	before relistState
 	after  relistState
+	// indexing is closed by the first call of the slow index function.
+	indexing     chan struct{}
+	indexingOnce sync.Once
 	// relist makes the open watch fail with 410 Expired: the Reflector
 	// relists.
 	relist func()
@@ -124,9 +127,10 @@ type relistRun struct {
 func startRelistRun(t *testing.T, mode string, h toolscache.ResourceEventHandler) *relistRun {
 	t.Helper()
 	first, second, before, after := relistStates()
-	r := &relistRun{f: informertest.New(&corev1.Pod{}), before: before, after: after}
+	r := &relistRun{f: informertest.New(&corev1.Pod{}), before: before, after: after, indexing: make(chan struct{})}
 	opts := Options{Indexers: toolscache.Indexers{appLabel: func(obj any) ([]string, error) {
 		if r.slow.Load() {
+			r.indexingOnce.Do(func() { close(r.indexing) })
 			for start := time.Now(); time.Since(start) < 80*time.Microsecond; {
 			}
 		}
@@ -319,5 +323,56 @@ func TestRelistReadersSeeTheStoreBeforeOrAfterNeverBetween(t *testing.T) {
 			}
 			t.Logf("states seen: %v", seen)
 		})
+	}
+}
+
+// relistReplay records what a handler added after start is replayed: the
+// RV of every initial add, by key, and any other call.
+type relistReplay struct {
+	mu     sync.Mutex
+	adds   map[string]string
+	others []string
+}
+
+func (h *relistReplay) OnAdd(obj any, initial bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !initial {
+		h.others = append(h.others, "add "+describe(obj))
+		return
+	}
+	h.adds[keyOfObj(obj)] = obj.(*corev1.Pod).ResourceVersion
+}
+func (h *relistReplay) OnUpdate(_, obj any) { h.other("update " + describe(obj)) }
+func (h *relistReplay) OnDelete(obj any)    { h.other("delete " + describe(obj)) }
+func (h *relistReplay) other(call string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.others = append(h.others, call)
+}
+
+// TestRelistHandlerAddedDuringTheRelistIsReplayedTheRelistedStore: a
+// handler added while a relist is being applied is replayed the store as
+// relisted (a handler's replay is a snapshot of the store, taken between
+// two batches), and hears nothing else of the relist.
+func TestRelistHandlerAddedDuringTheRelistIsReplayedTheRelistedStore(t *testing.T) {
+	r := startRelistRun(t, modeList, toolscache.ResourceEventHandlerFuncs{})
+	r.relist()
+	waitClosed(t, r.indexing, 20*time.Second, "the relist to be applied")
+	h := &relistReplay{adds: map[string]string{}}
+	reg := addHandler(t, r.s, h)
+	waitSynced(t, reg.HasSyncedChecker())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.others) > 0 {
+		t.Fatalf("the handler heard %d calls besides its replay; first: %s", len(h.others), h.others[0])
+	}
+	if len(h.adds) != len(r.after.rv) {
+		t.Fatalf("replayed %d objects, the relisted store holds %d", len(h.adds), len(r.after.rv))
+	}
+	for key, rv := range r.after.rv {
+		if h.adds[key] != rv {
+			t.Fatalf("replayed %s at RV %q, relisted at %q", key, h.adds[key], rv)
+		}
 	}
 }
