@@ -210,7 +210,8 @@ func (f *DeltaFIFO) Delete(obj any) error {
 // is being processed, so the known objects it consults are current.
 //
 // Any later Replace is a relist, and the whole queue is then part of it (its
-// keys, and the keys queued before it, which it either lists or tombstones):
+// keys, and the keys queued before it, which it lists, tombstones, or leaves
+// ending in their delete):
 // the next popBatch takes all of them in one batch, however many they are,
 // with poppedKey.relist set (Pop still pops them one by one). A second
 // relist before that pop extends the span to the whole queue again.
