@@ -104,6 +104,10 @@ type DeltaFIFOOptions struct {
 //   - When the queue drains it records the newest received resourceVersion in
 //     the known objects (Bookmark), so the store's RV is the RV its content
 //     reflects.
+//   - A relist is popped whole: popBatch hands every key a relist queued to
+//     one call of its process function (see Replace), so that the consumer
+//     can install the relist at once, as client-go's atomic FIFO (one
+//     ReplacedAll delta) lets its consumer do.
 type DeltaFIFO struct {
 	keyFunc   toolscache.KeyFunc
 	known     KeyListerGetter
@@ -125,8 +129,11 @@ type DeltaFIFO struct {
 	// popped (and processed).
 	populated              bool
 	initialPopulationCount int
-	synced                 chan struct{}
-	syncedClosed           bool
+	// relistSpan counts the keys at the head of the queue that the last
+	// relist queued and that are not popped yet (see Replace).
+	relistSpan   int
+	synced       chan struct{}
+	syncedClosed bool
 
 	processing bool
 	// inFlight are the keys of the batch being processed (Pop, popBatch).
@@ -201,6 +208,13 @@ func (f *DeltaFIFO) Delete(obj any) error {
 // admit are left out of the list. resourceVersion is the list's RV. The first
 // Replace defines the initial list for HasSynced. Replace waits until no key
 // is being processed, so the known objects it consults are current.
+//
+// Any later Replace is a relist, and the whole queue is then part of it (its
+// keys, and the keys queued before it, which it lists, tombstones, or leaves
+// ending in their delete):
+// the next popBatch takes all of them in one batch, however many they are,
+// with poppedKey.relist set (Pop still pops them one by one). A second
+// relist before that pop extends the span to the whole queue again.
 func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -284,9 +298,12 @@ func (f *DeltaFIFO) queueListedLocked(obj any) (key string, queued bool, err err
 }
 
 // finishReplaceLocked ends a Replace: the first one defines the initial
-// list; resourceVersion is received.
+// list, a later one (a relist) spans the whole queue; resourceVersion is
+// received.
 func (f *DeltaFIFO) finishReplaceLocked(resourceVersion string) {
-	if !f.populated {
+	if f.populated {
+		f.relistSpan = len(f.queue)
+	} else {
 		f.populated = true
 		f.initialPopulationCount = len(f.queue)
 	}
@@ -350,28 +367,31 @@ func (f *DeltaFIFO) Pop(process PopProcessFunc) error {
 }
 
 // poppedKey is one key popped by popBatch, with its Deltas; initial is true
-// for the items of the first Replace (isInInitialList).
+// for the items of the first Replace (isInInitialList), relist for the keys
+// of a relist popped whole (see Replace): a batch's relist keys come first.
 type poppedKey struct {
 	key     string
 	deltas  Deltas
 	initial bool
+	relist  bool
 }
 
 // popBatch is Pop for up to maxKeys keys at once (a maxKeys below 1 counts
-// as 1): it waits for a queued key, removes the oldest keys (at most maxKeys)
-// with their Deltas and calls process with them, in queue order, and the
-// number of keys still queued, without holding the queue lock. The keys count
-// as in flight (for Delete, Replace and Resync) until process returns, and
-// the initial-list items among them count as popped (for HasSynced) only
-// then. process must not keep the batch or its Deltas after it returns: their
-// arrays are reused for later keys.
+// as 1): it waits for a queued key, removes the oldest keys (at most maxKeys,
+// but every key of a pending relist, see Replace) with their Deltas and
+// calls process with them, in queue order, and the number of keys still
+// queued, without holding the queue lock. The keys count as in flight (for
+// Delete, Replace and Resync) until process returns, and the initial-list
+// items among them count as popped (for HasSynced) only then. process must
+// not keep the batch or its Deltas after it returns: their arrays are reused
+// for later keys.
 func (f *DeltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued int) error) error {
 	return f.pop(maxKeys, true, process)
 }
 
-// pop implements Pop and popBatch; reuse says whether the batch's Deltas
-// arrays may be reused once process returns.
-func (f *DeltaFIFO) pop(maxKeys int, reuse bool, process func(batch []poppedKey, queued int) error) error {
+// pop implements Pop and popBatch; batched (popBatch) takes a pending relist
+// whole and reuses the batch's Deltas arrays once process returns.
+func (f *DeltaFIFO) pop(maxKeys int, batched bool, process func(batch []poppedKey, queued int) error) error {
 	f.mu.Lock()
 	for len(f.queue) == 0 || f.closed {
 		if f.closed {
@@ -381,6 +401,12 @@ func (f *DeltaFIFO) pop(maxKeys int, reuse bool, process func(batch []poppedKey,
 		f.cond.Wait()
 	}
 	n := min(max(maxKeys, 1), len(f.queue))
+	relist := 0
+	if batched {
+		relist = min(f.relistSpan, len(f.queue))
+		n = max(n, relist)
+	}
+	f.relistSpan -= min(n, f.relistSpan)
 	// A key is initial while the initial list is not fully popped.
 	initial := n
 	if f.populated {
@@ -394,7 +420,7 @@ func (f *DeltaFIFO) pop(maxKeys int, reuse bool, process func(batch []poppedKey,
 		batch = make([]poppedKey, 0, n)
 	}
 	for i, key := range f.queue[:n] {
-		batch = append(batch, poppedKey{key: key, deltas: f.items[key], initial: i < initial})
+		batch = append(batch, poppedKey{key: key, deltas: f.items[key], initial: i < initial, relist: i < relist})
 		delete(f.items, key)
 		f.inFlight[key] = struct{}{}
 		f.queue[i] = ""
@@ -406,7 +432,7 @@ func (f *DeltaFIFO) pop(maxKeys int, reuse bool, process func(batch []poppedKey,
 	f.mu.Unlock()
 
 	// Deferred, so that a panicking process leaves the queue usable.
-	defer f.endPop(batch, reuse)
+	defer f.endPop(batch, batched)
 	return process(batch, queued)
 }
 

@@ -379,7 +379,8 @@ func (k sortedKnown) ListKeys() []string { return slices.Sorted(slices.Values(k.
 // operations; one is drained with Pop, the other with popBatch of random
 // sizes (each consumer applies to its own store, popBatch's through a
 // writeBatch). Both must hand out the same keys, Deltas and initial flags
-// in the same order, and leave equal stores and HasSynced.
+// in the same order, and leave equal stores and HasSynced; popBatch takes
+// a relist (a Replace after the first, or after a watch event) whole.
 func TestPopBatchMatchesPop(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -390,6 +391,29 @@ func TestPopBatchMatchesPop(t *testing.T) {
 		server := map[string]*corev1.Pod{}
 		rv := 0
 		var popsS, popsB []string
+		// The model of the relist span: populated by a Replace, Add, Update
+		// or Delete (not Resync), then every Replace is a relist spanning
+		// the whole queue.
+		populated, span := false, 0
+		popBatched := func(k int) int {
+			n := 0
+			must(t, fb.popBatch(k, func(batch []poppedKey, _ int) error {
+				if want := max(k, span); len(batch) != min(want, fb.Len()+len(batch)) {
+					t.Fatalf("round %d: popBatch(%d) took %d keys with a relist span of %d", round, k, len(batch), span)
+				}
+				for i, p := range batch {
+					if p.relist != (i < span) {
+						t.Fatalf("round %d: key %d of a batch (span %d) has relist %v", round, i, span, p.relist)
+					}
+				}
+				n = len(batch)
+				span -= min(n, span)
+				popsB = append(popsB, renderBatch(batch)...)
+				applyBatch(batched, batch)
+				return nil
+			}))
+			return n
+		}
 		popSingle := func(n int) {
 			for range n {
 				must(t, fs.Pop(func(ds Deltas, initial bool) error {
@@ -423,6 +447,7 @@ func TestPopBatchMatchesPop(t *testing.T) {
 				list = append(list, p)
 			}
 			both(func(f *DeltaFIFO) error { return f.Replace(list, strconv.Itoa(rv)) })
+			populated = true
 		}
 		for step := range 60 {
 			name := fmt.Sprintf("p%d", rng.IntN(12))
@@ -438,10 +463,12 @@ func TestPopBatchMatchesPop(t *testing.T) {
 				} else {
 					both(func(f *DeltaFIFO) error { return f.Add(p) })
 				}
+				populated = true
 			case r < 5: // watch event: delete
 				if old, ok := server[key]; ok {
 					delete(server, key)
 					both(func(f *DeltaFIFO) error { return f.Delete(old) })
+					populated = true
 				}
 			case r < 6: // relist: some objects changed, at most one gone, maybe one new
 				// (one tombstone at most: Replace emits several in map order)
@@ -465,6 +492,10 @@ func TestPopBatchMatchesPop(t *testing.T) {
 				}
 				server = next
 				both(func(f *DeltaFIFO) error { return f.Replace(list, strconv.Itoa(rv)) })
+				if populated {
+					span = fb.Len()
+				}
+				populated = true
 			case r < 7:
 				both(func(f *DeltaFIFO) error { return f.Resync() })
 			default: // pop k keys from each
@@ -475,12 +506,7 @@ func TestPopBatchMatchesPop(t *testing.T) {
 				if k == 0 {
 					continue
 				}
-				popSingle(k)
-				must(t, fb.popBatch(k, func(batch []poppedKey, _ int) error {
-					popsB = append(popsB, renderBatch(batch)...)
-					applyBatch(batched, batch)
-					return nil
-				}))
+				popSingle(popBatched(k))
 			}
 			equalStrings(t, fmt.Sprintf("round %d step %d: popped", round, step), popsB, popsS)
 			equalStrings(t, fmt.Sprintf("round %d step %d: store", round, step),
@@ -491,11 +517,7 @@ func TestPopBatchMatchesPop(t *testing.T) {
 		}
 		popSingle(fs.Len())
 		for fb.Len() > 0 {
-			must(t, fb.popBatch(1+rng.IntN(5), func(batch []poppedKey, _ int) error {
-				popsB = append(popsB, renderBatch(batch)...)
-				applyBatch(batched, batch)
-				return nil
-			}))
+			popBatched(1 + rng.IntN(5))
 		}
 		equalStrings(t, fmt.Sprintf("round %d drained: popped", round), popsB, popsS)
 		want := make([]any, 0, len(server))

@@ -177,6 +177,33 @@ func (n *trieNode[V]) each(fn func(key string, val V) bool) bool {
 	return true
 }
 
+// mapped returns a trie of t's keys, each with the value fn(key, val), in
+// nodes that ed owns (so that later writes under ed change them in place):
+// t's shape copied node by node, no key hashed. t is not changed.
+func (t trie[V]) mapped(ed *edit, fn func(key string, val V) V) trie[V] {
+	if t.root != nil {
+		t.root = t.root.mapped(ed, fn)
+	}
+	return t
+}
+
+func (n *trieNode[V]) mapped(ed *edit, fn func(key string, val V) V) *trieNode[V] {
+	m := &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed}
+	if len(n.data) > 0 {
+		m.data = make([]trieEntry[V], len(n.data))
+		for i, e := range n.data {
+			m.data[i] = trieEntry[V]{key: e.key, val: fn(e.key, e.val)}
+		}
+	}
+	if len(n.nodes) > 0 {
+		m.nodes = make([]*trieNode[V], len(n.nodes))
+		for i, c := range n.nodes {
+			m.nodes[i] = c.mapped(ed, fn)
+		}
+	}
+	return m
+}
+
 // slot is the dense index of bit in a bitmap.
 func slot(bitmap, bit uint32) int { return bits.OnesCount32(bitmap & (bit - 1)) }
 

@@ -204,3 +204,59 @@ func TestTrieTrimLeavesNoSpareRoom(t *testing.T) {
 		t.Fatalf("content differs from the map: %d entries, want %d", len(got), len(want))
 	}
 }
+
+// TestTrieMappedKeepsKeysMapsValuesAndLeavesTheOriginal: mapped gives every
+// key fn's value, in nodes the token owns (writes under it then copy
+// nothing), and never changes the trie it maps.
+func TestTrieMappedKeepsKeysMapsValuesAndLeavesTheOriginal(t *testing.T) {
+	var tr trie[int]
+	ed := &edit{}
+	model := map[string]int{}
+	for i := range 3000 {
+		key := fmt.Sprintf("k%d", i)
+		tr = tr.set(ed, key, i)
+		model[key] = i
+	}
+	tr, _ = tr.del(ed, "k7")
+	delete(model, "k7")
+	ed.trim()
+
+	med := &edit{}
+	m := tr.mapped(med, func(key string, v int) int { return -v })
+	want := map[string]int{}
+	for k, v := range model {
+		want[k] = -v
+	}
+	if got := trieContent(t, m); !maps.Equal(got, want) {
+		t.Fatalf("mapped content differs: %d vs %d entries", len(got), len(want))
+	}
+	for k, v := range want {
+		if got, ok := m.get(k); !ok || got != v {
+			t.Fatalf("mapped get(%s) = %d, %v; want %d", k, got, ok, v)
+		}
+	}
+	if got := trieContent(t, tr); !maps.Equal(got, model) {
+		t.Fatal("mapping changed the original trie")
+	}
+	// Writes under the mapping's token change its nodes in place: the root
+	// stays the same node.
+	root := m.root
+	m = m.set(med, "k1", 99)
+	m, _ = m.del(med, "k2")
+	if m.root != root {
+		t.Fatal("a write under the mapping's token copied its root")
+	}
+	if got, _ := tr.get("k1"); got != 1 {
+		t.Fatalf("the original's k1 = %d after a write to the mapped trie, want 1", got)
+	}
+	if got, _ := m.get("k1"); got != 99 {
+		t.Fatalf("the mapped trie's k1 = %d after the write, want 99", got)
+	}
+	if _, ok := tr.get("k2"); !ok {
+		t.Fatal("a delete from the mapped trie removed k2 from the original")
+	}
+	var empty trie[int]
+	if got := empty.mapped(med, func(string, int) int { return 0 }); got.Len() != 0 || got.root != nil {
+		t.Fatal("mapping the empty trie gave a non-empty one")
+	}
+}

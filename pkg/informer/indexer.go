@@ -47,6 +47,8 @@ var _ toolscache.Indexer = (*Indexer)(nil)
 // writes happen may reflect some of them and not others (as if each object
 // were read at a slightly different instant), never a torn object: ByIndex
 // returns only objects that are filed under the value when they are read.
+// An informer's relist is the exception: it is published whole (see
+// beginWholeBatch), so a read sees all of it or none of it.
 //
 // Beyond client-go: the index values a key was filed under are remembered,
 // so updates and deletes remove the old entries without re-running index

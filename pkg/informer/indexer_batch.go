@@ -21,12 +21,18 @@ import (
 // values do not change is visible at once (its cell gets the new record, as
 // with put); a deleted key disappears at once; added keys, and keys whose
 // index values changed, appear in the indexes at commit (a moved key is
-// missing from ByIndex of both values until then, as during a single put).
-// The batch's own reads (get) see its writes.
+// missing from ByIndex of both values until then, as during a single put);
+// commit publishes shard by shard, then the indexes. The batch's own reads
+// (get) see its writes.
+//
+// A whole batch (beginWholeBatch; the informer applies a relist so) is seen
+// all at once instead: nothing of it before commit, all of it after.
 type writeBatch struct {
 	ix *Indexer
 	t  *shardTable
-	ed *edit
+	// whole: t is a private copy of the table (see beginWholeBatch).
+	whole bool
+	ed    *edit
 	// idx is the private copy of t's indexes, nil until a write refiles.
 	idx *indexSet
 	// shards are the private copies of the shards changed, by slot.
@@ -52,6 +58,27 @@ func (ix *Indexer) beginBatch(adds int) *writeBatch {
 	return &writeBatch{ix: ix, t: t, ed: &edit{}, rv: *t.rv.Load()}
 }
 
+// beginWholeBatch takes the writer mutex and starts a batch that readers see
+// all at once or not at all: they see the store as it was until commit, and
+// as the batch left it from then on (the informer applies a relist so; see
+// SharedIndexInformer.handleBatch). adds is beginBatch's hint.
+//
+// The batch writes to a private copy of the table (shardTable.cloned): the
+// same records in new entry cells, new shards, and index tries of the same
+// shape filing the new cells. So its updates, adds and deletes change
+// nothing a reader can reach, and it writes the copy in place as a batch
+// writes its private shards and nodes; commit publishes the copy with one
+// store. The cost is the store's structure once more for the batch's
+// duration, not its objects (see shardTable.cloned); readers still holding
+// the old table keep it alive until they are done.
+func (ix *Indexer) beginWholeBatch(adds int) *writeBatch {
+	ix.writeMu.Lock()
+	cur := ix.table.Load()
+	ed := &edit{}
+	t := cur.cloned(cur.size.Load()+int64(adds), ed)
+	return &writeBatch{ix: ix, t: t, whole: true, ed: ed, rv: *t.rv.Load()}
+}
+
 // slotOf returns the slot number of a key hash in the batch's table.
 func (b *writeBatch) slotOf(h uint64) uint64 { return h >> (64 - b.t.bits) }
 
@@ -64,7 +91,9 @@ func (b *writeBatch) shard(slot uint64) *shard {
 }
 
 // privateShard returns the batch's private copy of shard slot, copying the
-// published shard the first time (with room for extra more entries).
+// published shard the first time (with room for extra more entries). A whole
+// batch's table is private already: its shard is changed in place (the
+// shared emptyShard excepted).
 func (b *writeBatch) privateShard(slot uint64, extra int) *shard {
 	if s, ok := b.shards[slot]; ok {
 		return s
@@ -73,6 +102,10 @@ func (b *writeBatch) privateShard(slot uint64, extra int) *shard {
 		b.shards = map[uint64]*shard{}
 	}
 	pub := b.t.shards[slot].Load()
+	if b.whole && pub != emptyShard {
+		b.shards[slot] = pub
+		return pub
+	}
 	s := &shard{entries: make([]shardEntry, len(pub.entries), len(pub.entries)+extra)}
 	copy(s.entries, pub.entries)
 	b.shards[slot] = s
@@ -160,8 +193,9 @@ func (b *writeBatch) observeRV(obj any) {
 	}
 }
 
-// commit publishes the batch's shards, indexes, size and RV, and releases
-// the writer mutex. The batch must not be used afterwards.
+// commit publishes the batch's shards, indexes, size and RV (a whole batch:
+// its table, at once), and releases the writer mutex. The batch must not be
+// used afterwards.
 func (b *writeBatch) commit() {
 	t := b.t
 	for slot, s := range b.shards {
@@ -192,7 +226,10 @@ func (b *writeBatch) commit() {
 		for n > shardTarget<<bits {
 			bits++
 		}
-		b.ix.table.Store(t.grownTo(bits))
+		t = t.grownTo(bits)
+		b.ix.table.Store(t)
+	} else if b.whole {
+		b.ix.table.Store(t)
 	}
 	b.ix.writeMu.Unlock()
 	*b = writeBatch{}

@@ -363,11 +363,12 @@ func TestWriteBatchLeavesPublishedIndexesAndShardsUntouched(t *testing.T) {
 
 // TestWriteBatchMatchesModel applies random batches (puts of new and stored
 // keys with changing, multi-valued and failing index values, removes, hints
-// too small and too large) interleaved with single writes, Replace and
-// AddIndexers, and compares every read with the model after each commit.
-// Before each commit, readers must see only stored keys, each as stored
-// before the batch or as the batch last wrote it, and ByIndex only objects
-// filed under the value asked.
+// too small and too large; a third of them whole) interleaved with single
+// writes, Replace and AddIndexers, and compares every read with the model
+// after each commit. Before each commit, readers must see only stored keys,
+// each as stored before the batch or as the batch last wrote it, and ByIndex
+// only objects filed under the value asked; before a whole batch's commit,
+// exactly the store as it was before the batch.
 func TestWriteBatchMatchesModel(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -411,9 +412,14 @@ func TestWriteBatchMatchesModel(t *testing.T) {
 			_ = ix.Replace(list, strconv.Itoa(rv))
 			m.objs, m.rv = keep, strconv.Itoa(rv)
 		default:
-			before := maps.Clone(m.objs)
+			before := &indexerModel{objs: maps.Clone(m.objs), indexed: m.indexed, rv: m.rv}
 			ops := rng.IntN(200)
-			w := ix.beginBatch(rng.IntN(ops + 1))
+			whole := rng.IntN(3) == 0
+			begin := ix.beginBatch
+			if whole {
+				begin = ix.beginWholeBatch
+			}
+			w := begin(rng.IntN(ops + 1))
 			for range ops {
 				if p, key := newPod(); rng.IntN(4) > 0 {
 					_ = w.put(key, p)
@@ -427,7 +433,11 @@ func TestWriteBatchMatchesModel(t *testing.T) {
 					delete(m.objs, key)
 				}
 			}
-			checkDuringBatch(t, ix, step, before, m.objs)
+			if whole {
+				before.check(t, ix, step)
+			} else {
+				checkDuringBatch(t, ix, step, before.objs, m.objs)
+			}
 			w.commit()
 			if n, bits := ix.Len(), ix.table.Load().bits; n > shardTarget<<bits {
 				t.Fatalf("step %d: %d keys in %d shards after commit", step, n, 1<<bits)

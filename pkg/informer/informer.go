@@ -617,7 +617,8 @@ func (s *SharedIndexInformer) markSynced() {
 // maxPopBatch is the most keys the pop loop takes from the DeltaFIFO at
 // once and applies to the Indexer as one batch (see writeBatch): enough to
 // amortise the store's copy-on-write over the initial list, small enough
-// that handlers hear of the first keys of a large list early.
+// that handlers hear of the first keys of a large list early. A relist is
+// taken whole whatever its size (see handleBatch).
 const maxPopBatch = 4096
 
 // batchNote is a notification decided while a batch is applied, handed to
@@ -632,6 +633,13 @@ type batchNote struct {
 // the popped keys to the Indexer as one batch, then notifies the handlers
 // in order (store first, then handlers, as for a single key). queued is the
 // number of keys left in the DeltaFIFO.
+//
+// A relist comes as one batch (DeltaFIFO.Replace) and is applied whole
+// (Indexer.beginWholeBatch): readers see the store as it was until the
+// whole relist is in, then as relisted, and handlers hear of it only then,
+// as with client-go's atomic Replace (one store.Replace, then the
+// notifications). Its notifications are delivered in queue order, not
+// client-go's deletes first.
 func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 	s.deliverMu.Lock()
 	defer s.deliverMu.Unlock()
@@ -646,7 +654,14 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 		// once rather than doubling it batch after batch.
 		adds += queued
 	}
-	w := s.indexer.beginBatch(adds)
+	var w *writeBatch
+	if batch[0].relist {
+		// Most keys of a relist are stored already: no growth up front
+		// (commit grows the table if the relist needs it).
+		w = s.indexer.beginWholeBatch(0)
+	} else {
+		w = s.indexer.beginBatch(adds)
+	}
 	// With no handler registered, nothing is notified: no handler view is
 	// made (nor a lazy old object).
 	listening := len(s.handlers) > 0

@@ -242,6 +242,68 @@ func (t *shardTable) sortShards() {
 	}
 }
 
+// cloned returns a private copy of t for a whole batch (see
+// Indexer.beginWholeBatch), sized for n keys: the same keys, records,
+// funcs, counters and RV, each key in a new entry cell, in new shards, and
+// indexes of the same shape filing the new cells, whose nodes ed owns (the
+// batch's writes change them in place). Only the writer calls it. It costs
+// t's structure, not its objects: per key a cell and a shard slot, per
+// shard its header, every index trie node, and while it runs a map from old
+// to new cells.
+func (t *shardTable) cloned(n int64, ed *edit) *shardTable {
+	bits := t.bits
+	for n > shardTarget<<bits {
+		bits++
+	}
+	c := &shardTable{funcs: t.funcs, bits: bits, shards: make([]atomic.Pointer[shard], 1<<bits)}
+	split := bits - t.bits
+	counts := make([]int, 1<<split)
+	cur := t.indices.Load()
+	// moved maps each old cell to its new one, for the indexes (a Go map:
+	// faster than finding each filed key's shard again).
+	var moved map[*entry]*entry
+	if len(cur.byName) > 0 {
+		moved = make(map[*entry]*entry, t.size.Load())
+	}
+	for i := range t.shards {
+		entries := t.shards[i].Load().entries
+		clear(counts)
+		for _, se := range entries {
+			counts[se.hash>>(64-bits)&(1<<split-1)]++
+		}
+		parts := make([]*shard, len(counts))
+		for j, k := range counts {
+			parts[j] = emptyShard
+			if k > 0 {
+				parts[j] = &shard{entries: make([]shardEntry, 0, k)}
+			}
+			c.shards[i<<split+j].Store(parts[j])
+		}
+		for _, se := range entries {
+			e := &entry{}
+			e.rec.Store(se.e.rec.Load())
+			if moved != nil {
+				moved[se.e] = e
+			}
+			p := parts[se.hash>>(64-bits)&(1<<split-1)]
+			p.entries = append(p.entries, shardEntry{hash: se.hash, key: se.key, e: e})
+		}
+	}
+	// A filed key is a stored key (the writer refiles a key before it lets
+	// go of the writer mutex), so every cell of the indexes has moved.
+	cell := func(_ string, old *entry) *entry { return moved[old] }
+	idx := &indexSet{byName: make([]trie[bucket], len(cur.byName))}
+	for i, values := range cur.byName {
+		idx.byName[i] = values.mapped(ed, func(_ string, b bucket) bucket { return b.mapped(ed, cell) })
+	}
+	c.indices.Store(idx)
+	c.size.Store(t.size.Load())
+	c.encoded.Store(t.encoded.Load())
+	c.encodedBytes.Store(t.encodedBytes.Load())
+	c.rv.Store(t.rv.Load())
+	return c
+}
+
 // grown returns a table with twice the shards and the same content, funcs,
 // indexes and RV. Only the writer calls it.
 func (t *shardTable) grown() *shardTable { return t.grownTo(t.bits + 1) }
