@@ -9,6 +9,32 @@ import (
 // object).
 func (s *SharedIndexInformer) ShardSelector() *ShardSelector { return s.shard.Load() }
 
+// ShardSettled reports whether the store holds the whole of the current shard
+// (every object of the current shard selector, as of the store's
+// resourceVersion): the last list installed was made with the current
+// selector, and the store has applied it (its LastStoreSyncResourceVersion
+// has reached that list's; resourceVersions that are not integers never
+// settle). It is false before the first list, and from a
+// SetShardSelector that changes the selector until the relist it causes is in
+// the store: meanwhile the store holds only the part of the new shard that
+// the old one shared, and a key it lacks may be an object in flight. A relist
+// with an unchanged selector does not unsettle it. Unsharded informers (nil
+// selector) settle the same way. client-go's informers have no equivalent
+// (they cannot tell a selector's list in flight from an absent object).
+func (s *SharedIndexInformer) ShardSettled() bool {
+	r := s.getReflector()
+	if r == nil {
+		return false
+	}
+	sel, rv, ok := r.ListedShard()
+	if !ok || sel != s.shard.Load() {
+		return false
+	}
+	at, ok1 := parseRV(s.indexer.LastStoreSyncResourceVersion())
+	listed, ok2 := parseRV(rv)
+	return ok1 && ok2 && at >= listed
+}
+
 // ServerSharding reports what the informer learnt of the server's support
 // for shardSelector (ServerShardingUnknown before its first sharded list).
 func (s *SharedIndexInformer) ServerSharding() ServerSharding {

@@ -44,6 +44,36 @@ func (s ServerSharding) String() string {
 // (nil: everything).
 func (r *Reflector) ShardSelector() *ShardSelector { return r.shard.Load() }
 
+// shardList is the first list installed with a shard selector: the selector
+// and the list's resourceVersion.
+type shardList struct {
+	sel *ShardSelector
+	rv  string
+}
+
+// ListedShard returns the shard selector of the lists the store was last
+// filled with, and the resourceVersion of the first of them; ok is false
+// before the first list is installed. The pair changes only when a list made
+// with another selector is installed (after SetShardSelector): a relist with
+// the same selector leaves it, since the store held that shard whole before
+// the relist too.
+func (r *Reflector) ListedShard() (sel *ShardSelector, resourceVersion string, ok bool) {
+	l := r.listedShard.Load()
+	if l == nil {
+		return nil, "", false
+	}
+	return l.sel, l.rv, true
+}
+
+// recordShardList records that a list made with sel, at rv, was handed to the
+// store (its Replace has queued every item).
+func (r *Reflector) recordShardList(sel *ShardSelector, rv string) {
+	if l := r.listedShard.Load(); l != nil && l.sel == sel {
+		return
+	}
+	r.listedShard.Store(&shardList{sel: sel, rv: rv})
+}
+
 // ServerSharding reports whether the server honours the shard selector, as
 // learnt from the first sharded list.
 func (r *Reflector) ServerSharding() ServerSharding { return ServerSharding(r.serverSharding.Load()) }
@@ -66,13 +96,8 @@ func (r *Reflector) SetShardSelector(sel *ShardSelector) {
 // sel.ForServer (logged once per Reflector); the client-side filter keeps
 // applying sel itself.
 func (r *Reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel *ShardSelector) {
-	o.ShardSelector = sel.String()
-	if len(o.ShardSelector) <= MaxShardSelectorLength {
-		return
-	}
-	wire := sel.ForServer()
-	o.ShardSelector = wire.String()
-	if r.coarsened.CompareAndSwap(false, true) {
+	var wire *ShardSelector
+	if o.ShardSelector, wire = sel.wire(); wire != sel && r.coarsened.CompareAndSwap(false, true) {
 		r.logger(ctx).Info("Shard selector too long for the server: sending a coarser one and filtering the rest on the client",
 			"reflector", r.name, "ranges", len(sel.Ranges), "sentRanges", len(wire.Ranges),
 			"limit", MaxShardSelectorLength)
