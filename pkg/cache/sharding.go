@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -138,6 +139,9 @@ type sharder struct {
 	serving shard.Slots
 	// nsSel is the selector of byNamespace kinds: the owned namespaces of serving.
 	nsSel *informer.ShardSelector
+	// served is a copy of serving that Get reads without sh.mu (which serveSlots
+	// holds while stores evict); nil before the first grant.
+	served atomic.Pointer[shard.Slots]
 }
 
 // newSharder resolves s for a cache; the ring's consumer is c.serveSlots.
@@ -271,6 +275,7 @@ func (c *Cache) serveSlots(ctx context.Context, slots shard.Slots) error {
 		}
 	}
 	sh.serving = slots
+	sh.served.Store(&slots)
 	if sh.namespaces != nil {
 		sh.nsSel = sh.namespaces.selector(slots)
 	}
