@@ -155,11 +155,11 @@ func TestWholeHashSpace(t *testing.T) {
 	}{
 		{nil, true},
 		{&informer.ShardSelector{Ranges: shard.AllSlots().HashRanges()}, true},
-		{&informer.ShardSelector{Ranges: []informer.HashRange{{0, 1<<63 - 1}, {1 << 63, 1<<64 - 1}}}, true},
+		{&informer.ShardSelector{Ranges: []informer.HashRange{{First: 0, Last: 1<<63 - 1}, {First: 1 << 63, Last: 1<<64 - 1}}}, true},
 		{&informer.ShardSelector{}, false},
-		{&informer.ShardSelector{Ranges: []informer.HashRange{{0, 1<<63 - 1}}}, false},
-		{&informer.ShardSelector{Ranges: []informer.HashRange{{1, 1<<64 - 1}}}, false},
-		{&informer.ShardSelector{Ranges: []informer.HashRange{{0, 5}, {7, 1<<64 - 1}}}, false},
+		{&informer.ShardSelector{Ranges: []informer.HashRange{{First: 0, Last: 1<<63 - 1}}}, false},
+		{&informer.ShardSelector{Ranges: []informer.HashRange{{First: 1, Last: 1<<64 - 1}}}, false},
+		{&informer.ShardSelector{Ranges: []informer.HashRange{{First: 0, Last: 5}, {First: 7, Last: 1<<64 - 1}}}, false},
 	} {
 		if got := wholeHashSpace(tc.sel); got != tc.want {
 			t.Errorf("wholeHashSpace(%v) = %v, want %v", tc.sel, got, tc.want)
