@@ -41,22 +41,21 @@ import (
 //     replica serves every slot). Otherwise the key names no uid, so the cache cannot
 //     tell an object of another replica's share from an absent one.
 func (c *Cache) notHeldError(gvk schema.GroupVersionKind, key client.ObjectKey, inf *informer.SharedIndexInformer) error {
-	notFound := apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
-	sh := c.sharder
-	sel := inf.ShardSelector()
-	if sh.byNamespace[gvk] {
-		if inf.ShardSettled() && sel.ContainsHash(informer.ShardHash(key.Namespace)) {
-			return notFound
-		}
-		if sh.servesAbsentNamespace(key.Namespace) {
-			return notFound
-		}
-		return &NotInShardError{GVK: gvk, Key: key}
-	}
-	if inf.ShardSettled() && wholeHashSpace(sel) {
-		return notFound
+	if c.sharder.wouldHold(gvk, key, inf) {
+		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
 	}
 	return &NotInShardError{GVK: gvk, Key: key}
+}
+
+// wouldHold reports whether inf would hold key's object if it existed (see
+// notHeldError).
+func (sh *sharder) wouldHold(gvk schema.GroupVersionKind, key client.ObjectKey, inf *informer.SharedIndexInformer) bool {
+	sel := inf.ShardSelector()
+	if sh.byNamespace[gvk] {
+		return inf.ShardSettled() && sel.ContainsHash(informer.ShardHash(key.Namespace)) ||
+			sh.servesAbsentNamespace(key.Namespace)
+	}
+	return inf.ShardSettled() && wholeHashSpace(sel)
 }
 
 // servesAbsentNamespace reports whether this replica serves the slot of namespace and
