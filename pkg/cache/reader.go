@@ -98,7 +98,7 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	}
 	if !exists {
 		if c.isSharded(gvk) {
-			return c.notHeldError(gvk, key, s.informer)
+			return c.notHeldError(gvk, key, storeKey, s.informer)
 		}
 		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
 	}

@@ -97,7 +97,7 @@ type Sharding struct {
 // where the replica would hold the object if it existed, and an error wrapping
 // ErrNotInShard where it cannot know:
 //   - by namespace, NotFound when the informer holds the key's namespace (the replica
-//     serves its slot, and the relist that brought the namespace in is in the store),
+//     serves its slot, and the relist that brought the namespace in has been handed to the store),
 //     or when the replica serves the slot of a namespace that does not exist (as of the
 //     Namespace informer); ErrNotInShard for another replica's namespace, and for a
 //     namespace this replica owns but does not hold yet: one created within

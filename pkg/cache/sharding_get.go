@@ -25,23 +25,27 @@ import (
 	"github.com/deltacache/deltacache/pkg/shard"
 )
 
-// notHeldError is the error of a Get of key, of the sharded kind gvk, that inf's store
-// does not hold: NotFound (as for a kind that is not sharded) where the replica knows
-// it would hold the object if it existed, an error wrapping ErrNotInShard (a
-// *NotInShardError) where it cannot know. NotFound:
+// notHeldError is the error of a Get of key (storeKey in the store), of the sharded
+// kind gvk, that inf's store does not hold: NotFound (as for a kind that is not
+// sharded) where the replica knows it would hold the object if it existed, an error
+// wrapping ErrNotInShard (a *NotInShardError) where it cannot know. NotFound:
 //
-//   - by namespace: when inf's shard settled (informer.SharedIndexInformer.ShardSettled)
-//     and its selector has key's namespace; or when the replica serves the namespace's
-//     slot and the namespace is absent from the cache's Namespace informer (synced):
-//     no object can exist in a namespace that does not, as of that informer's
-//     resourceVersion. A namespace this replica owns but whose objects the informer
-//     is not holding yet (created within NamespaceDebounce, or the relist that adds it
-//     is not in the store) is ErrNotInShard, as are the other replicas' namespaces.
-//   - by uid: when inf's shard settled and its selector is the whole hash space (the
-//     replica serves every slot). Otherwise the key names no uid, so the cache cannot
-//     tell an object of another replica's share from an absent one.
-func (c *Cache) notHeldError(gvk schema.GroupVersionKind, key client.ObjectKey, inf *informer.SharedIndexInformer) error {
-	if c.sharder.wouldHold(gvk, key, inf) {
+//   - by namespace: when the store's answer for storeKey is final
+//     (informer.SharedIndexInformer.ShardHolds: the list of the current selector is in
+//     the store or queued, and nothing of storeKey is pending) and the selector has
+//     key's namespace; or when the replica serves the namespace's slot and the
+//     namespace is absent from the cache's Namespace informer (synced): no object can
+//     exist in a namespace that does not, as of that informer's resourceVersion. A
+//     namespace this replica owns but whose objects the informer is not holding yet
+//     (created within NamespaceDebounce, or the relist that adds it not handed to the
+//     store) is ErrNotInShard, as are the other replicas' namespaces.
+//   - by uid: when the store's answer is final and the selector is the whole hash space
+//     (the replica serves every slot). Otherwise the key names no uid, so the cache
+//     cannot tell an object of another replica's share from an absent one.
+func (c *Cache) notHeldError(
+	gvk schema.GroupVersionKind, key client.ObjectKey, storeKey string, inf *informer.SharedIndexInformer,
+) error {
+	if c.sharder.wouldHold(gvk, key, storeKey, inf) {
 		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
 	}
 	return &NotInShardError{GVK: gvk, Key: key}
@@ -49,13 +53,14 @@ func (c *Cache) notHeldError(gvk schema.GroupVersionKind, key client.ObjectKey, 
 
 // wouldHold reports whether inf would hold key's object if it existed (see
 // notHeldError).
-func (sh *sharder) wouldHold(gvk schema.GroupVersionKind, key client.ObjectKey, inf *informer.SharedIndexInformer) bool {
-	sel := inf.ShardSelector()
+func (sh *sharder) wouldHold(
+	gvk schema.GroupVersionKind, key client.ObjectKey, storeKey string, inf *informer.SharedIndexInformer,
+) bool {
+	sel, final := inf.ShardHolds(storeKey)
 	if sh.byNamespace[gvk] {
-		return inf.ShardSettled() && sel.ContainsHash(informer.ShardHash(key.Namespace)) ||
-			sh.servesAbsentNamespace(key.Namespace)
+		return final && sel.ContainsHash(informer.ShardHash(key.Namespace)) || sh.servesAbsentNamespace(key.Namespace)
 	}
-	return inf.ShardSettled() && wholeHashSpace(sel)
+	return final && wholeHashSpace(sel)
 }
 
 // servesAbsentNamespace reports whether this replica serves the slot of namespace and

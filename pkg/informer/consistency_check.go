@@ -29,7 +29,7 @@ import (
 // the ShardedListAndWatch gate applies, and the check drops the listed
 // objects outside the shard itself (a server without the gate sends them
 // all). While the shard is changing (from a SetShardSelector until the
-// relist it causes is in the store, see ShardSettled) a check compares
+// relist it causes is handed to the store, see ShardSettled) a check compares
 // nothing and sends no request: the report is Skipped, since objects in
 // flight between the two shards are not drift; a change during the check
 // discards its findings the same way. An empty shard is not listed. It then
@@ -244,7 +244,7 @@ func (s *SharedIndexInformer) CheckConsistency(ctx context.Context) (*DriftRepor
 
 // Reasons of a skipped check (DriftReport.Skipped).
 const (
-	shardChanging           = "the shard selector changed and the relist of the new shard is not in the store yet"
+	shardChanging           = "the shard selector changed and the relist of the new shard is not handed to the store yet"
 	shardChangedDuringCheck = "the shard selector changed during the check"
 	shardEmpty              = "the shard is empty"
 )

@@ -79,6 +79,7 @@ func TestConsistencyCheckOfAShardComparesAndListsOnlyTheShard(t *testing.T) {
 			s := newPodInformer(f, Options{ShardSelector: lowerHalf, ConsistencyCheck: lists.check()})
 			startInformer(t, s)
 			waitSynced(t, s.HasSyncedChecker())
+			eventually(t, 5*time.Second, "the first list settled", s.ShardSettled)
 			equalStrings(t, "store", names(s.GetStore().List()), []string{"a/low-0", "a/low-1"})
 
 			report, err := s.CheckConsistency(testCtx(t))
@@ -139,6 +140,12 @@ func TestConsistencyCheckSkipsWhileTheShardSelectorChanges(t *testing.T) {
 
 	close(g.release)
 	eventually(t, 5*time.Second, "the relist of the new selector settled", s.ShardSettled)
+	for _, key := range []string{"a/high-0", "a/high-1"} {
+		eventually(t, 5*time.Second, key+" applied", func() bool {
+			_, final := s.ShardHolds(key)
+			return final
+		})
+	}
 	equalStrings(t, "store after the relist", names(s.GetStore().List()), []string{"a/high-0", "a/high-1"})
 	report, err = s.CheckConsistency(testCtx(t))
 	must(t, err)

@@ -463,7 +463,7 @@ func (r *Reflector) initialStream() initialStreamer {
 func (r *Reflector) installStreamed(s initialStreamer, sel *ShardSelector, rv string, stats ListStats) {
 	r.recordList(rv, stats)
 	s.endInitialStream(rv)
-	r.recordShardList(sel, rv)
+	r.recordShardList(sel)
 	r.opts.metrics.listInstalled(stats)
 }
 
@@ -478,7 +478,7 @@ func (r *Reflector) install(ctx context.Context, op string, sel *ShardSelector, 
 	if err := r.store.Replace(items, rv); err != nil {
 		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
 	}
-	r.recordShardList(sel, rv)
+	r.recordShardList(sel)
 	r.opts.metrics.listInstalled(stats)
 	return nil
 }

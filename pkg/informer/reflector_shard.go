@@ -44,34 +44,26 @@ func (s ServerSharding) String() string {
 // (nil: everything).
 func (r *Reflector) ShardSelector() *ShardSelector { return r.shard.Load() }
 
-// shardList is the first list installed with a shard selector: the selector
-// and the list's resourceVersion.
-type shardList struct {
-	sel *ShardSelector
-	rv  string
-}
+// shardList is the shard selector a list was made with.
+type shardList struct{ sel *ShardSelector }
 
-// ListedShard returns the shard selector of the lists the store was last
-// filled with, and the resourceVersion of the first of them; ok is false
-// before the first list is installed. The pair changes only when a list made
-// with another selector is installed (after SetShardSelector): a relist with
-// the same selector leaves it, since the store held that shard whole before
-// the relist too.
-func (r *Reflector) ListedShard() (sel *ShardSelector, resourceVersion string, ok bool) {
+// ListedShard returns the shard selector of the last list handed to the store
+// (nil: every object); ok is false before the first list is installed. It is
+// recorded once the list's Replace has queued every item.
+func (r *Reflector) ListedShard() (sel *ShardSelector, ok bool) {
 	l := r.listedShard.Load()
 	if l == nil {
-		return nil, "", false
+		return nil, false
 	}
-	return l.sel, l.rv, true
+	return l.sel, true
 }
 
-// recordShardList records that a list made with sel, at rv, was handed to the
-// store (its Replace has queued every item).
-func (r *Reflector) recordShardList(sel *ShardSelector, rv string) {
-	if l := r.listedShard.Load(); l != nil && l.sel == sel {
-		return
+// recordShardList records that a list made with sel was handed to the store
+// (its Replace has queued every item).
+func (r *Reflector) recordShardList(sel *ShardSelector) {
+	if l := r.listedShard.Load(); l == nil || l.sel != sel {
+		r.listedShard.Store(&shardList{sel: sel})
 	}
-	r.listedShard.Store(&shardList{sel: sel, rv: rv})
 }
 
 // ServerSharding reports whether the server honours the shard selector, as
