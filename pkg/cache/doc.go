@@ -106,11 +106,12 @@ limitations under the License.
 // WithSharding splits chosen kinds among replicas that form a ring of Leases
 // (pkg/shard): by object uid or by namespace, each informer listing and watching only
 // its share (with KEP-5866's shardSelector where the server filters, a client-side
-// filter where it does not). A Get of a key this replica cannot hold returns
-// ErrNotInShard; ShardedReconciler runs a reconciler only for requests of this
-// replica's share. WithConsistencyCheck compares each informer's store with a
-// metadata-only LIST of its scope at an interval and heals drift with a relist
-// (docs/consistency-check.md).
+// filter where it does not). A Get of an absent key is NotFound where this replica
+// would hold the object, and an error wrapping ErrNotInShard (not a NotFound) where it
+// cannot know (see WithSharding); ShardedReconciler runs a reconciler only for
+// requests of this replica's share. WithConsistencyCheck compares each informer's
+// store with a metadata-only LIST of its scope (of a sharded kind: its shard) at an
+// interval and heals drift with a relist (docs/consistency-check.md).
 //
 // # Safe zero-copy
 //

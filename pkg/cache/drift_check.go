@@ -18,6 +18,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,40 +29,52 @@ import (
 
 // WithConsistencyCheck turns on the production consistency checker
 // (Config.ConsistencyCheckInterval): every interval (plus up to 10%), each informer
-// lists its scope — namespace and selectors — as metadata only (pages of the cache's
-// ListPageSize, default 500, RV "": a consistent read from etcd) and compares uid and
-// resourceVersion per key with its store. Drift (objects missing, extra or stale) is
-// counted in deltacache_consistency_drift_objects_total, logged in one line naming up
-// to three keys of each kind, and healed by a relist at once; checks are counted by
-// result in deltacache_consistency_checks_total. It catches watch streams that lose
-// events without breaking (proxies, aggregated API servers), which nothing else
-// detects. Cost per check and informer of N objects: ⌈N/500⌉ LIST requests and the
-// metadata of N objects (docs/consistency-check.md has measured figures); choose an
-// interval of minutes. interval ≤ 0 turns it off.
+// lists its scope — namespace, selectors and, for a sharded kind (WithSharding), this
+// replica's shard — as metadata only (pages of the cache's ListPageSize, default 500,
+// RV "": a consistent read from etcd) and compares uid and resourceVersion per key with
+// its store. Drift (objects missing, extra or stale) is counted in
+// deltacache_consistency_drift_objects_total, logged in one line naming up to three keys
+// of each kind, and healed by a relist at once; checks are counted by result in
+// deltacache_consistency_checks_total. It catches watch streams that lose events
+// without breaking (proxies, aggregated API servers), which nothing else detects. Cost
+// per check and informer of N objects: ⌈N/500⌉ LIST requests and the metadata of N
+// objects (docs/consistency-check.md has measured figures); choose an interval of
+// minutes. interval ≤ 0 turns it off.
+//
+// With sharding, N is the replica's share when the server filters by shard selector
+// (the ShardedListAndWatch gate), and every object of the kind when it does not (the
+// check then filters what it receives, as the informer does); a check that falls while
+// the replica's shard changes is skipped, not counted (see informer.ConsistencyCheck).
 func WithConsistencyCheck(interval time.Duration) Option {
 	return func(c *Config) {
 		c.ConsistencyCheckInterval = interval
 	}
 }
 
-// consistencyCheck is the informer option of one scope of key: metadata-only LIST and
-// Get through the metadata client, with the scope's namespace and selectors.
+// consistencyCheck is the informer option of one scope of a kind: metadata-only LIST
+// (informer.NewMetadataListWatch, with the scope's namespace and selectors; the
+// informer adds its shard selector) and Get through the metadata client.
 func (c *Cache) consistencyCheck(
 	mapping *meta.RESTMapping, namespaced bool, opts informer.ListWatchOptions,
 ) informer.ConsistencyCheck {
 	if c.settings.ConsistencyCheckInterval <= 0 {
 		return informer.ConsistencyCheck{}
 	}
+	lw := informer.NewMetadataListWatch(c.metadataClient, mapping.Resource, mapping.GroupVersionKind, namespaced, opts)
 	resource := c.metadataClient.Resource(mapping.Resource)
 	return informer.ConsistencyCheck{
 		Interval: c.settings.ConsistencyCheckInterval,
 		PageSize: c.settings.ListPageSize,
 		List: func(ctx context.Context, lo metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			lo.LabelSelector, lo.FieldSelector = opts.LabelSelector, opts.FieldSelector
-			if namespaced && opts.Namespace != "" {
-				return resource.Namespace(opts.Namespace).List(ctx, lo)
+			list, err := lw.ListWithContext(ctx, lo)
+			if err != nil {
+				return nil, err
 			}
-			return resource.List(ctx, lo)
+			m, ok := list.(*metav1.PartialObjectMetadataList)
+			if !ok {
+				return nil, fmt.Errorf("metadata list of %s is a %T", mapping.Resource, list)
+			}
+			return m, nil
 		},
 		Get: func(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error) {
 			if namespaced {

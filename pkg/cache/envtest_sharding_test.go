@@ -4,17 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	dcache "github.com/deltacache/deltacache/pkg/cache"
 	"github.com/deltacache/deltacache/pkg/shard"
@@ -63,6 +69,94 @@ func runReplica(t *testing.T, id string, c *dcache.Cache, obj client.Object) *sh
 	go func() { r.done <- c.Start(ctx) }()
 	t.Cleanup(r.stop)
 	return r
+}
+
+// phantomMember writes in ringNS the Lease of a member of ring that claims no slot
+// and stays unexpired for an hour, so that the replica id, started next as the only
+// other member, serves its share of shard.Assign of the two, which it returns, from
+// its first round: the phantom's slots are served by nobody.
+func phantomMember(t *testing.T, cs kubernetes.Interface, ringNS, ring, id string) shard.Slots {
+	t.Helper()
+	now := metav1.NewMicroTime(time.Now())
+	const phantom = "phantom"
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ringNS, Name: ring + "-" + phantom,
+			Labels:      map[string]string{shard.RingLabel: ring},
+			Annotations: map[string]string{shard.SlotsAnnotation: ""}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(phantom), AcquireTime: &now, RenewTime: &now,
+			LeaseDurationSeconds: ptr.To(int32(3600))},
+	}
+	if _, err := cs.CoordinationV1().Leases(ringNS).Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("announcing the phantom member: %v", err)
+	}
+	return shard.Assign([]string{phantom, id})[id]
+}
+
+// startOnRing starts, on the control plane of c, a cache that shards as s (its Ring
+// with the tests' Lease timing) and caches the objects of obj's kind labelled
+// run=<run> only, and waits until its ring serves want and obj's informer has
+// synced. httpClient, if not nil, carries its requests.
+func startOnRing(t *testing.T, c *rest.Config, hc *http.Client, s dcache.Sharding, obj client.Object, run string,
+	want shard.Slots, options ...dcache.Option,
+) *shardedReplica {
+	t.Helper()
+	if hc == nil {
+		var err error
+		if hc, err = rest.HTTPClientFor(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(c, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Ring.LeaseDuration, s.Ring.RenewInterval = testLeaseDuration, time.Second
+	sel := labels.SelectorFromSet(labels.Set{shardRunLabel: run})
+	dc, err := dcache.NewWith(append(options, dcache.WithSharding(s))...)(c, crcache.Options{HTTPClient: hc, Mapper: mapper,
+		ByObject: map[client.Object]crcache.ByObject{obj: {Label: sel}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runReplica(t, s.Ring.Identity, dc.(*dcache.Cache), obj)
+	eventually(t, 30*time.Second, func() error {
+		if got := r.cache.Ring().Status().Serving; got != want {
+			return fmt.Errorf("%s serves slots %v, want %v", r.id, got, want)
+		}
+		return nil
+	})
+	inf, err := r.cache.GetInformer(envCtx(t), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenvWaitSynced(t, inf)
+	return r
+}
+
+// shardRunLabel labels the objects of one run of a sharding test.
+const shardRunLabel = "shard-run"
+
+// testenvWaitSynced waits until inf has synced.
+func testenvWaitSynced(t *testing.T, inf crcache.Informer) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		if !inf.HasSynced() {
+			return errors.New("informer not synced")
+		}
+		return nil
+	})
+}
+
+// namespacesOfSlots returns n namespace names prefix-<i> whose slot under namespace
+// sharding is in slots (in = true) or is not (in = false).
+func namespacesOfSlots(prefix string, slots shard.Slots, in bool, n int) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		ns := fmt.Sprintf("%s-%d", prefix, i)
+		if slots.Has(shard.SlotOfNamespace(ns)) == in {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 func (r *shardedReplica) stop() {

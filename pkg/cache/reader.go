@@ -50,7 +50,9 @@ var errContinueNotSupported = errors.New("continue list option is not supported 
 // namespace that cannot be listed does not fail reads of the others.
 // With Options.ReaderFailOnMissingInformer, a kind without an informer returns
 // *cache.ErrResourceNotCached. A missing object returns a NotFound error whose resource
-// is the kind (as controller-runtime's). out receives a deep copy with its GVK set,
+// is the kind (as controller-runtime's); of a sharded kind (WithSharding), only where this
+// replica would hold the object if it existed, else an error wrapping ErrNotInShard (see
+// WithSharding). out receives a deep copy with its GVK set,
 // unless UnsafeDisableDeepCopy is in effect (per call, else ByObject, DefaultNamespaces
 // or DefaultUnsafeDisableDeepCopy): then out shares the cached object's maps and slices
 // and must not be mutated. A per-call UnsafeDisableDeepCopy(false) re-enables the copy
@@ -96,7 +98,7 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	}
 	if !exists {
 		if c.isSharded(gvk) {
-			return &NotInShardError{GVK: gvk, Key: key}
+			return c.notHeldError(gvk, key, storeKey, s.informer)
 		}
 		return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, key.Name)
 	}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -92,16 +93,36 @@ type Sharding struct {
 // sent coarsened, the client filtering the rest (see informer.ShardSelector.ForServer).
 //
 // Reads: List of a sharded kind returns this replica's share. Get of a key that is not
-// in the store returns an error wrapping ErrNotInShard, not NotFound: the key of a
-// uid-sharded object carries no uid, so the cache cannot tell "held by another
-// replica" from "absent"; a reconciler of a sharded kind, which gets requests only for
-// its share, treats it as it treats NotFound.
+// in the store returns NotFound (apierrors.IsNotFound; client.IgnoreNotFound takes it)
+// where the replica would hold the object if it existed, and an error wrapping
+// ErrNotInShard where it cannot know:
+//   - by namespace, NotFound when the informer holds the key's namespace (the replica
+//     serves its slot, and the relist that brought the namespace in has been handed to the store),
+//     or when the replica serves the slot of a namespace that does not exist (as of the
+//     Namespace informer); ErrNotInShard for another replica's namespace, and for a
+//     namespace this replica owns but does not hold yet: one created within
+//     NamespaceDebounce, or whose relist is under way (the cache cannot tell an object
+//     it has not received from an absent one). So a reconciler written the scaffolded
+//     way forgets a deleted object of its share.
+//   - by uid, NotFound only while the replica serves every slot (alone in its ring):
+//     a key carries no uid, so the cache cannot tell "in another replica's share" from
+//     "absent". Not even for an object it held and saw deleted: a new object of the same
+//     name may have a uid of another share, which this replica never receives, so a
+//     remembered deletion could claim NotFound for an object that exists. Wrap the
+//     reconciler with ShardedReconciler (it skips requests of keys not held) or treat
+//     ErrNotInShard as NotFound.
+//
+// ErrNotInShard does not satisfy apierrors.IsNotFound on purpose: code that creates an
+// object when a Get says NotFound would create one that exists in another replica's
+// share.
 func WithSharding(s Sharding) Option {
 	return func(c *Config) { c.Sharding = &s }
 }
 
 // ErrNotInShard is wrapped by the error of a Get of a sharded kind whose key this
-// replica does not hold: the object is in another replica's share, or does not exist.
+// replica does not hold and for which it cannot answer NotFound (see WithSharding):
+// the object is in another replica's share, in flight to this replica's store, or does
+// not exist. It is not a NotFound (apierrors.IsNotFound is false).
 var ErrNotInShard = errors.New("not held by this replica's shard")
 
 // NotInShardError is the error of such a Get.
@@ -138,6 +159,9 @@ type sharder struct {
 	serving shard.Slots
 	// nsSel is the selector of byNamespace kinds: the owned namespaces of serving.
 	nsSel *informer.ShardSelector
+	// served is a copy of serving that Get reads without sh.mu (which serveSlots
+	// holds while stores evict); nil before the first grant.
+	served atomic.Pointer[shard.Slots]
 }
 
 // newSharder resolves s for a cache; the ring's consumer is c.serveSlots.
@@ -271,6 +295,7 @@ func (c *Cache) serveSlots(ctx context.Context, slots shard.Slots) error {
 		}
 	}
 	sh.serving = slots
+	sh.served.Store(&slots)
 	if sh.namespaces != nil {
 		sh.nsSel = sh.namespaces.selector(slots)
 	}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,7 +106,7 @@ func (s *shardedReconciler) slotOf(ctx context.Context, req reconcile.Request) (
 		return 0, false, fmt.Errorf("deltacache: %T is not a client.Object", s.example)
 	}
 	if err := s.cache.Get(ctx, req.NamespacedName, obj); err != nil {
-		if errors.Is(err, ErrNotInShard) {
+		if errors.Is(err, ErrNotInShard) || apierrors.IsNotFound(err) {
 			return 0, false, nil
 		}
 		return 0, false, err

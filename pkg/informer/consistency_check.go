@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // ConsistencyCheck compares, at a low rate, an informer's store with the
@@ -21,7 +22,17 @@ import (
 //
 // Each check lists the informer's scope (its namespace and selectors, which
 // List must apply) as metadata only, in pages of PageSize, with RV "" (a
-// consistent read from etcd, never the watch cache), at list RV R. It then
+// consistent read from etcd, never the watch cache), at list RV R. A sharded
+// informer's check lists and compares its current shard only: every page
+// carries the shard selector as the Reflector sends it (shardSelector,
+// coarsened if too long: see ShardSelector.ForServer), which a server with
+// the ShardedListAndWatch gate applies, and the check drops the listed
+// objects outside the shard itself (a server without the gate sends them
+// all). While the shard is changing (from a SetShardSelector until the
+// relist it causes is handed to the store, see ShardSettled) a check compares
+// nothing and sends no request: the report is Skipped, since objects in
+// flight between the two shards are not drift; a change during the check
+// discards its findings the same way. An empty shard is not listed. It then
 // waits (at most Settle) until the store has caught up with R, and compares
 // uid and resourceVersion per key, deciding only what the RVs prove:
 //   - missing: on the server at RV x, not in the store, though the store is
@@ -48,14 +59,15 @@ type ConsistencyCheck struct {
 	Interval time.Duration
 	// List lists one page of the informer's scope as metadata
 	// (*metav1.PartialObjectMetadataList), honouring opts.Limit,
-	// opts.Continue and opts.ResourceVersion, with the namespace and
-	// selectors of the informer applied. Required (nil = off).
+	// opts.Continue, opts.ResourceVersion and opts.ShardSelector (set by a
+	// sharded informer; a server that ignores it is fine), with the
+	// namespace and selectors of the informer applied. Required (nil = off).
 	List func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
 	// Get reads one object's metadata by key (namespace, name) to confirm
 	// that an object missing from the store exists; nil = missing candidates
 	// are taken as they are.
 	Get func(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error)
-	// PageSize of the LIST; 0 = 500.
+	// PageSize of the LIST; 0 = DefaultPageSize.
 	PageSize int64
 	// Settle bounds the wait for the store to reach the list's RV; 0 =
 	// Interval/2, at most 30 s. A check that settles short of it still
@@ -89,6 +101,9 @@ type DriftReport struct {
 	Objects         int
 	// Requests sent: LIST pages and Gets.
 	Requests int
+	// Skipped says why the check compared nothing (the informer's shard was
+	// changing, or is empty); "" for a check that compared.
+	Skipped string
 }
 
 // Drifted reports whether the store differed from the server.
@@ -128,10 +143,14 @@ func (s *SharedIndexInformer) consistencyLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.obs.Load().consistencyChecked(report, err)
+		if err != nil || report.Skipped == "" { // a skipped check is no check: not counted
+			s.obs.Load().consistencyChecked(report, err)
+		}
 		switch {
 		case err != nil:
 			log.Error(err, "Consistency check failed")
+		case report.Skipped != "":
+			log.V(1).Info("Consistency check skipped", "reason", report.Skipped)
 		case report.Drifted():
 			log.Info("Cache drifted from the API server; relisting",
 				"missing", len(report.Missing), "extra", len(report.Extra), "stale", len(report.Stale),
@@ -174,7 +193,11 @@ func (s *SharedIndexInformer) CheckConsistency(ctx context.Context) (*DriftRepor
 	if cc.List == nil {
 		return nil, fmt.Errorf("informer %s has no consistency check List", s.name)
 	}
-	server, listRV, requests, err := s.listMetadata(ctx, cc)
+	sel := s.shard.Load()
+	if skipped := s.shardUnsettled(sel); skipped != "" {
+		return s.recordCheck(&DriftReport{Skipped: skipped}), nil
+	}
+	server, listRV, requests, err := s.listMetadata(ctx, cc, sel)
 	if err != nil {
 		return nil, err
 	}
@@ -190,9 +213,10 @@ func (s *SharedIndexInformer) CheckConsistency(ctx context.Context) (*DriftRepor
 		// Read the candidates again once what was queued is applied: an event in
 		// flight at the comparison is not drift.
 		s.settle(ctx, cc, r)
-		var m2, e2, s2 []string
-		m2, e2, s2 = s.recheck(server, r, missing, extra, stale)
-		missing, extra, stale = m2, e2, s2
+		missing, extra, stale = s.recheck(server, r, missing, extra, stale)
+	}
+	if s.shard.Load() != sel {
+		return s.recordCheck(&DriftReport{Skipped: shardChangedDuringCheck}), nil
 	}
 	if cc.Get != nil {
 		confirmed := missing[:0]
@@ -208,29 +232,61 @@ func (s *SharedIndexInformer) CheckConsistency(ctx context.Context) (*DriftRepor
 		}
 		missing = confirmed
 	}
+	if s.shard.Load() != sel {
+		return s.recordCheck(&DriftReport{Skipped: shardChangedDuringCheck}), nil
+	}
 	slices.Sort(missing)
 	slices.Sort(extra)
 	slices.Sort(stale)
 	report.Missing, report.Extra, report.Stale = missing, extra, stale
+	return s.recordCheck(report), nil
+}
+
+// Reasons of a skipped check (DriftReport.Skipped).
+const (
+	shardChanging           = "the shard selector changed and the relist of the new shard is not handed to the store yet"
+	shardChangedDuringCheck = "the shard selector changed during the check"
+	shardEmpty              = "the shard is empty"
+)
+
+// shardUnsettled returns why a check of the shard sel cannot compare now, ""
+// if it can: always for an unsharded informer (nil sel).
+func (s *SharedIndexInformer) shardUnsettled(sel *ShardSelector) string {
+	switch {
+	case sel == nil:
+		return ""
+	case sel.Empty():
+		return shardEmpty
+	case !s.ShardSettled():
+		return shardChanging
+	}
+	return ""
+}
+
+// recordCheck keeps report as the last one (LastDriftReport) and returns it.
+func (s *SharedIndexInformer) recordCheck(report *DriftReport) *DriftReport {
 	s.checkMu.Lock()
 	s.lastDrift = report
 	s.checkMu.Unlock()
-	return report, nil
+	return report
 }
 
-// listMetadata lists the scope's metadata in pages at RV "".
+// listMetadata lists the scope's metadata in pages at RV "": the objects of
+// the shard sel only (nil: all), asked of the server with the shardSelector
+// of the Reflector's requests and filtered here too.
 func (s *SharedIndexInformer) listMetadata(
-	ctx context.Context, cc ConsistencyCheck,
+	ctx context.Context, cc ConsistencyCheck, sel *ShardSelector,
 ) (map[string]serverMeta, string, int, error) {
 	limit := cc.PageSize
 	if limit <= 0 {
-		limit = 500
+		limit = DefaultPageSize
 	}
+	shardSelector, _ := sel.wire()
 	out := make(map[string]serverMeta)
 	listRV, cont, requests := "", "", 0
 	for {
 		requests++
-		page, err := cc.List(ctx, metav1.ListOptions{Limit: limit, Continue: cont})
+		page, err := cc.List(ctx, metav1.ListOptions{Limit: limit, Continue: cont, ShardSelector: shardSelector})
 		if err != nil {
 			return nil, "", requests, fmt.Errorf("consistency check of %s: list: %w", s.name, err)
 		}
@@ -239,6 +295,9 @@ func (s *SharedIndexInformer) listMetadata(
 		}
 		for i := range page.Items {
 			m := &page.Items[i]
+			if !sel.Matches(m) {
+				continue
+			}
 			rv, _ := parseRV(m.ResourceVersion)
 			out[metaKey(m.Namespace, m.Name)] = serverMeta{uid: m.UID, rv: rv}
 		}
@@ -379,12 +438,9 @@ func (s *SharedIndexInformer) extraAt(key string, listRV uint64) bool {
 func (s *SharedIndexInformer) missingConfirmed(
 	ctx context.Context, cc ConsistencyCheck, key string, sm serverMeta,
 ) bool {
-	namespace, name := "", key
-	for i := range len(key) {
-		if key[i] == '/' {
-			namespace, name = key[:i], key[i+1:]
-			break
-		}
+	namespace, name, err := toolscache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return false // not a key of ours
 	}
 	m, err := cc.Get(ctx, namespace, name)
 	if apierrors.IsNotFound(err) {

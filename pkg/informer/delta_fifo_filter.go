@@ -69,3 +69,13 @@ func (f *DeltaFIFO) admitsLocked(obj any) bool {
 	}
 	return f.filter(obj)
 }
+
+// pending reports whether a delta of key is queued or being processed: the
+// store's entry of key may be about to change. SharedIndexInformer.ShardHolds
+// uses it to tell an object of a list in flight from an absent one.
+func (f *DeltaFIFO) pending(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, queued := f.items[key]
+	return queued || f.inFlightLocked(key)
+}

@@ -9,6 +9,43 @@ import (
 // object).
 func (s *SharedIndexInformer) ShardSelector() *ShardSelector { return s.shard.Load() }
 
+// ShardSettled reports whether the list of the current shard selector has
+// been handed to the store: the last list the Reflector installed was made
+// with the current selector, so every object of the current shard, as of that
+// list, is in the store or queued for it. It is false before the first list,
+// and from a SetShardSelector that changes the selector until the relist it
+// causes has been queued: meanwhile the store holds only the part of the new
+// shard that the old one shared. A relist with an unchanged selector does not
+// unsettle it. Unsharded informers (nil selector) settle the same way.
+// client-go's informers have no equivalent.
+func (s *SharedIndexInformer) ShardSettled() bool {
+	_, ok := s.settledShard()
+	return ok
+}
+
+// settledShard returns the current shard selector and whether it settled.
+func (s *SharedIndexInformer) settledShard() (*ShardSelector, bool) {
+	cur := s.shard.Load()
+	r := s.getReflector()
+	if r == nil {
+		return cur, false
+	}
+	sel, ok := r.ListedShard()
+	return cur, ok && sel == cur
+}
+
+// ShardHolds reports whether the store's answer for key is final for the
+// current shard: the shard settled (ShardSettled) and no delta of key is
+// queued or being applied (an object of the settling list not applied yet is
+// pending). It returns the current selector (nil: every object), for the
+// caller to decide whether key's object, which it may know only in part (a
+// namespace, not a uid), would be in it: if so, and the store lacks key, the
+// object did not exist as of the store's resourceVersion.
+func (s *SharedIndexInformer) ShardHolds(key string) (*ShardSelector, bool) {
+	sel, ok := s.settledShard()
+	return sel, ok && !s.fifo.pending(key)
+}
+
 // ServerSharding reports what the informer learnt of the server's support
 // for shardSelector (ServerShardingUnknown before its first sharded list).
 func (s *SharedIndexInformer) ServerSharding() ServerSharding {

@@ -174,6 +174,8 @@ type Reflector struct {
 	// coarsened is set once the Reflector logged that it sends a coarser
 	// selector than its own (see ShardSelector.ForServer).
 	coarsened atomic.Bool
+	// listedShard is what ListedShard returns.
+	listedShard atomic.Pointer[shardList]
 }
 
 // RequestRelist makes the Reflector end its watch and relist with a
@@ -440,10 +442,10 @@ func (r *Reflector) list(ctx context.Context) error {
 
 	stats := ListStats{Pages: pages, Objects: streamed + len(items), ResourceVersion: rv, Duration: r.clock.Since(start)}
 	if stream != nil {
-		r.installStreamed(stream, rv, stats)
+		r.installStreamed(stream, sel, rv, stats)
 		return nil
 	}
-	return r.install(ctx, "list", items, rv, stats)
+	return r.install(ctx, "list", sel, items, rv, stats)
 }
 
 // initialStream returns the store as an initialStreamer when the list about
@@ -455,17 +457,19 @@ func (r *Reflector) initialStream() initialStreamer {
 	return nil
 }
 
-// installStreamed ends a streamed list at rv, as install does for a
-// collected one (a first list cannot be older than what the store holds).
-func (r *Reflector) installStreamed(s initialStreamer, rv string, stats ListStats) {
+// installStreamed ends a streamed list at rv, made with the shard selector
+// sel, as install does for a collected one (a first list cannot be older than
+// what the store holds).
+func (r *Reflector) installStreamed(s initialStreamer, sel *ShardSelector, rv string, stats ListStats) {
 	r.recordList(rv, stats)
 	s.endInitialStream(rv)
+	r.recordShardList(sel)
 	r.opts.metrics.listInstalled(stats)
 }
 
-// install replaces the store with a complete list at rv, unless rv is older
-// than what the store already reflects.
-func (r *Reflector) install(ctx context.Context, op string, items []any, rv string, stats ListStats) error {
+// install replaces the store with a complete list at rv, made with the shard
+// selector sel, unless rv is older than what the store already reflects.
+func (r *Reflector) install(ctx context.Context, op string, sel *ShardSelector, items []any, rv string, stats ListStats) error {
 	if applied := r.LastSyncResourceVersion(); rvOlder(rv, applied) {
 		return &ListWatchError{Name: r.name, Op: op, Reason: ReasonStaleList,
 			Err: fmt.Errorf("list at resourceVersion %s is older than the applied resourceVersion %s", rv, applied)}
@@ -474,6 +478,7 @@ func (r *Reflector) install(ctx context.Context, op string, items []any, rv stri
 	if err := r.store.Replace(items, rv); err != nil {
 		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
 	}
+	r.recordShardList(sel)
 	r.opts.metrics.listInstalled(stats)
 	return nil
 }

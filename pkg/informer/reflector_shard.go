@@ -44,6 +44,28 @@ func (s ServerSharding) String() string {
 // (nil: everything).
 func (r *Reflector) ShardSelector() *ShardSelector { return r.shard.Load() }
 
+// shardList is the shard selector a list was made with.
+type shardList struct{ sel *ShardSelector }
+
+// ListedShard returns the shard selector of the last list handed to the store
+// (nil: every object); ok is false before the first list is installed. It is
+// recorded once the list's Replace has queued every item.
+func (r *Reflector) ListedShard() (sel *ShardSelector, ok bool) {
+	l := r.listedShard.Load()
+	if l == nil {
+		return nil, false
+	}
+	return l.sel, true
+}
+
+// recordShardList records that a list made with sel was handed to the store
+// (its Replace has queued every item).
+func (r *Reflector) recordShardList(sel *ShardSelector) {
+	if l := r.listedShard.Load(); l == nil || l.sel != sel {
+		r.listedShard.Store(&shardList{sel: sel})
+	}
+}
+
 // ServerSharding reports whether the server honours the shard selector, as
 // learnt from the first sharded list.
 func (r *Reflector) ServerSharding() ServerSharding { return ServerSharding(r.serverSharding.Load()) }
@@ -66,13 +88,8 @@ func (r *Reflector) SetShardSelector(sel *ShardSelector) {
 // sel.ForServer (logged once per Reflector); the client-side filter keeps
 // applying sel itself.
 func (r *Reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel *ShardSelector) {
-	o.ShardSelector = sel.String()
-	if len(o.ShardSelector) <= MaxShardSelectorLength {
-		return
-	}
-	wire := sel.ForServer()
-	o.ShardSelector = wire.String()
-	if r.coarsened.CompareAndSwap(false, true) {
+	var wire *ShardSelector
+	if o.ShardSelector, wire = sel.wire(); wire != sel && r.coarsened.CompareAndSwap(false, true) {
 		r.logger(ctx).Info("Shard selector too long for the server: sending a coarser one and filtering the rest on the client",
 			"reflector", r.name, "ranges", len(sel.Ranges), "sentRanges", len(wire.Ranges),
 			"limit", MaxShardSelectorLength)

@@ -64,3 +64,16 @@ func (s *ShardSelector) merged(keep int) *ShardSelector {
 	out.Ranges = append(out.Ranges, cur)
 	return out
 }
+
+// wire returns the shardSelector parameter of a request for sel, and the
+// selector it renders: sel itself, or the coarser sel.ForServer when sel's
+// String is longer than the server accepts (the client-side filter, with sel,
+// drops the surplus). The string is built once when it fits.
+func (sel *ShardSelector) wire() (string, *ShardSelector) {
+	param := sel.String()
+	if len(param) <= MaxShardSelectorLength {
+		return param, sel
+	}
+	coarse := sel.ForServer()
+	return coarse.String(), coarse
+}

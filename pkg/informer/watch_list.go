@@ -155,7 +155,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 					r.appendStreamed(ctx, stream, chunk)
 					streamed += len(chunk)
 					stats := ListStats{Objects: streamed, ResourceVersion: rv, Duration: r.clock.Since(start), WatchList: true}
-					r.installStreamed(stream, rv, stats)
+					r.installStreamed(stream, sel, rv, stats)
 					return w, timeoutSeconds, nil
 				}
 				// The list is the table's objects themselves (no copy); its
@@ -163,7 +163,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 				list := items.objs
 				items = table{}
 				stats := ListStats{Objects: len(list), ResourceVersion: rv, Duration: r.clock.Since(start), WatchList: true}
-				if err := r.install(ctx, "watchlist", list, rv, stats); err != nil {
+				if err := r.install(ctx, "watchlist", sel, list, rv, stats); err != nil {
 					w.Stop()
 					return nil, 0, err
 				}
