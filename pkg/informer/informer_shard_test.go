@@ -168,6 +168,12 @@ func TestSetShardSelectorEvictsWithoutDeleteAndDeliversTheNewShardAsAdds(t *test
 			if got := testutil.ToFloat64(metrics.shardEvicted.WithLabelValues("", "", "Pod", ShapeTyped)); got != 2 {
 				t.Errorf("shard_evicted_objects_total = %v, want 2", got)
 			}
+			// The hand-off's relist is counted as such, not as drift.
+			for cause, want := range map[string]float64{RelistCauseShard: 1, RelistCauseDrift: 0} {
+				if got := testutil.ToFloat64(metrics.relists.WithLabelValues("", "", "Pod", ShapeTyped, cause)); got != want {
+					t.Errorf("relists_total{cause=%s} = %v, want %v", cause, got, want)
+				}
+			}
 			lists := f.RequestsOf(informertest.VerbList)
 			if len(lists) != 2 || lists[1].ShardSelector != upperHalf.String() {
 				t.Errorf("lists = %d, the relist's shardSelector = %q", len(lists), lists[len(lists)-1].ShardSelector)

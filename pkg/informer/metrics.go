@@ -42,6 +42,9 @@ const (
 	// RelistCauseDrift: the consistency check found the store different from
 	// the server (see ConsistencyCheck).
 	RelistCauseDrift = "drift"
+	// RelistCauseShard: the shard selector changed (a slot moved to or
+	// from this replica, or a namespace it owns appeared or went away).
+	RelistCauseShard = "shard"
 )
 
 // MetricLabels are the label values of an informer's series. Each must come
@@ -389,7 +392,7 @@ func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.
 	for i, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
 		im.watchEvents[i] = m.watchEvents.WithLabelValues(append(lv, string(t))...)
 	}
-	causes := []string{RelistCauseExpired, RelistCauseTooLargeResourceVersion, RelistCauseError, RelistCauseDrift}
+	causes := []string{RelistCauseExpired, RelistCauseTooLargeResourceVersion, RelistCauseError, RelistCauseDrift, RelistCauseShard}
 	for i, cause := range causes {
 		im.relists[i] = m.relists.WithLabelValues(append(lv, cause)...)
 	}
@@ -443,7 +446,7 @@ type informerMetrics struct {
 	watchStarts, watchBookmarks          prometheus.Counter
 	watchEvents                          [3]prometheus.Counter // ADDED, MODIFIED, DELETED
 	watchDuration                        prometheus.Observer
-	relists                              [4]prometheus.Counter // expired, too large RV, error, drift
+	relists                              [5]prometheus.Counter // expired, too large RV, error, drift, shard
 	consistencyChecks                    [3]prometheus.Counter // ok, drift, error
 	driftObjects                         [3]prometheus.Counter // missing, extra, stale
 	errors                               *prometheus.CounterVec
@@ -548,8 +551,12 @@ func (im *informerMetrics) relist(err error) {
 	if im == nil {
 		return
 	}
-	if _, ok := err.(errRelistRequested); ok {
-		im.relists[3].Inc()
+	if req, ok := err.(errRelistRequested); ok {
+		if req.cause == RelistCauseShard {
+			im.relists[4].Inc()
+		} else {
+			im.relists[3].Inc()
+		}
 		return
 	}
 	switch lwReason(err) {

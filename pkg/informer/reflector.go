@@ -164,8 +164,8 @@ type Reflector struct {
 	// handlerView is what the WatchErrorHandler receives as its *toolscache.Reflector.
 	handlerView func() *toolscache.Reflector
 
-	// relistRequests holds a pending RequestRelist (buffer of one).
-	relistRequests chan string
+	// relistRequests holds a pending relist request (buffer of one).
+	relistRequests chan errRelistRequested
 
 	// shard is the shard selector of the next requests (nil: everything);
 	// serverSharding a ServerSharding, learnt from the first sharded list.
@@ -183,14 +183,21 @@ type Reflector struct {
 // Requests made while a list is under way, or while one is pending, are one.
 // The consistency check uses it to heal drift.
 func (r *Reflector) RequestRelist(reason string) {
+	r.requestRelist(RelistCauseDrift, reason)
+}
+
+// requestRelist is RequestRelist with the relist's cause, one of the
+// RelistCause* values (counted in deltacache_informer_relists_total).
+func (r *Reflector) requestRelist(cause, reason string) {
 	select {
-	case r.relistRequests <- reason:
+	case r.relistRequests <- errRelistRequested{cause: cause, reason: reason}:
 	default:
 	}
 }
 
-// errRelistRequested ends a watch for RequestRelist.
-type errRelistRequested struct{ reason string }
+// errRelistRequested ends a watch for a relist request: its cause (a
+// RelistCause* value) and the reason logged.
+type errRelistRequested struct{ cause, reason string }
 
 func (e errRelistRequested) Error() string { return "relist requested: " + e.reason }
 
@@ -199,7 +206,7 @@ func (e errRelistRequested) Error() string { return "relist requested: " + e.rea
 func NewReflector(
 	lw toolscache.ListerWatcherWithContext, expectedType runtime.Object, store ReflectorStore, opts ReflectorOptions,
 ) *Reflector {
-	r := &Reflector{lw: lw, store: store, opts: opts, clock: opts.Clock, relistRequests: make(chan string, 1)}
+	r := &Reflector{lw: lw, store: store, opts: opts, clock: opts.Clock, relistRequests: make(chan errRelistRequested, 1)}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
@@ -606,8 +613,8 @@ func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline
 			select {
 			case <-ctx.Done():
 				return count, nil
-			case reason := <-r.relistRequests:
-				return count, errRelistRequested{reason: reason}
+			case req := <-r.relistRequests:
+				return count, req
 			case <-timer.C():
 				// The timer is not re-armed per event (that costs more than the
 				// event's own queueing): it fires idle after it was armed, and

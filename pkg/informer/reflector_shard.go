@@ -80,7 +80,7 @@ func (r *Reflector) SetShardSelector(sel *ShardSelector) {
 	if old := r.shard.Swap(sel); old.Equal(sel) {
 		return
 	}
-	r.RequestRelist("shard selector changed")
+	r.requestRelist(RelistCauseShard, "shard selector changed")
 }
 
 // shardOptions sets the shard selector on a list or watch request: sel, or,
