@@ -221,7 +221,9 @@ func TestCoalescedInitialAddStillCountsForSync(t *testing.T) {
 	reg := newTestRegistration(rec)
 	reg.enqueue("a/x", add("1", true))
 	reg.enqueue("a/y", notification{kind: noteAdd, newObj: pod("a", "y", "2"), initial: true})
-	reg.enqueue("a/x", del("3")) // x vanished before the handler saw it
+	reg.enqueue("a/x", del("3"))        // x vanished before the handler saw it
+	reg.enqueue("a/x", add("4", false)) // and was created again
+	reg.enqueue("a/y", notification{kind: noteUpdate, oldObj: pod("a", "y", "2"), newObj: pod("a", "y", "5")})
 	reg.markInformerSynced()
 	if reg.HasSynced() {
 		t.Fatal("synced with a/x and a/y undelivered")
@@ -230,8 +232,15 @@ func TestCoalescedInitialAddStillCountsForSync(t *testing.T) {
 	defer reg.stop()
 	waitSynced(t, reg.HasSyncedChecker())
 	// Synced once both initial adds were handled; x's Delete follows its Add.
-	eventually(t, 5*time.Second, "3 deliveries", func() bool { return rec.count() == 3 })
-	equalStrings(t, "delivered", rec.all(), []string{"add a/x@1 initial", "delete a/x@3", "add a/y@2 initial"})
+	eventually(t, 5*time.Second, "4 deliveries", func() bool { return rec.count() == 4 })
+	equalStrings(t, "delivered", rec.all(),
+		[]string{"add a/x@1 initial", "delete a/x@3", "add a/x@4", "add a/y@5 initial"})
+	reg.mu.Lock()
+	left := reg.initialLeft
+	reg.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("initialLeft = %d after every initial add was delivered", left)
+	}
 }
 
 func TestRegistrationSyncedAtOnceWithEmptyInitialList(t *testing.T) {
