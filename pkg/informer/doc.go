@@ -55,8 +55,10 @@
 // # Where we go beyond client-go
 //
 // Bounded queues. Both queues coalesce per key, so their memory is
-// O(distinct keys), not O(events), whatever the event rate and however slow
-// a handler is.
+// O(distinct keys), not O(updates), whatever the event rate and however slow
+// a handler is; a handler's queue also keeps two notifications per
+// re-creation of a key (deleted and created again) while the handler is
+// behind, because it never merges an object's deletion away.
 //
 // DeltaFIFO rule (M is a change: Added, Updated, Replaced or Sync; D a delete):
 //
@@ -70,17 +72,25 @@
 //
 // so a key holds at most three Deltas.
 //
-// Handler queue rule (per registration; latest state wins):
+// Handler queue rule (per registration): a key's notifications stay the
+// server's sequence of the key's lives (objects, by UID), each shortened to
+// its newest state:
 //
 //	Add + Update    → Add(newest)                 (isInInitialList kept)
 //	Update + Update → Update(oldest old, newest new)
-//	Add + Delete    → nothing delivered (counted as handled for HasSynced)
+//	Add + Delete    → Add, Delete                 (never nothing: see below)
 //	Update + Delete → Delete
 //	Delete + Add    → Delete, Add                 (the object was re-created)
-//	Delete + Delete → the first Delete
+//	Delete + Delete → the first Delete if both have one UID, else both
 //
-// so a key holds at most two notifications. Keys are delivered in the order
-// they were first queued; notifications of one key in order.
+// so a handler is told of every object it could have been told about, and of
+// its deletion, even when both happen while it is behind: client-go's
+// handlers are (a readiness or expectations count that observes adds and
+// deletes stays balanced), and controller-runtime's read-your-writes client
+// waits for the Delete of every UID it deleted. A key holds at most
+// 1 + 2×(re-creations while its handler is behind) notifications. Keys are
+// delivered in the order they were first queued; notifications of one key in
+// order.
 //
 // No lock held while processing. The pop loop takes up to 4096 queued keys
 // at once, each with all its Deltas, without holding the queue lock, so the

@@ -18,7 +18,9 @@ import (
 // encodedObject is what the DeltaFIFO queues for an object encoded early:
 // its key, resourceVersion, encoding and index values (computed from the
 // decoded object before it was let go). obj is the decoded object for a
-// watch event (handlers receive it, as without compact storage); nil for a
+// watch event (handlers receive it, as without compact storage, and as
+// controller-runtime's cache hands it out: the StorageCodec's Encode leaves
+// it as it was); nil for a
 // listed object (handlers receive a lazyObject, decoded when a handler is
 // about to receive it). data is nil when the codec could not encode the
 // object (reported once): obj is then stored decoded.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -27,8 +29,9 @@ type notification struct {
 	initial bool
 }
 
-// pendingKey holds the notifications of one key that wait for delivery: at
-// most two (a delete followed by an add of the re-created object).
+// pendingKey holds the notifications of one key that wait for delivery, as
+// mergeNotification leaves them: usually one or two, more only when the key's
+// object was deleted and re-created again while its handler was behind.
 type pendingKey struct {
 	notes []notification
 	// buf is notes' initial array, so a key's first notifications cost no
@@ -40,11 +43,16 @@ type pendingKey struct {
 // toolscache.ResourceEventHandlerRegistration.
 //
 // Each registration has its own goroutine and its own queue. Notifications
-// are delivered one at a time, in order per key. The queue holds at most one
-// entry per key: notifications that wait for a slow handler are coalesced
-// (see mergeNotification), so a stuck handler costs memory proportional to
-// the number of distinct keys, and never blocks the informer or other
-// handlers.
+// are delivered one at a time, in order per key. The queue holds one entry
+// per key: notifications that wait for a slow handler are coalesced (see
+// mergeNotification) into the key's sequence of lives, each shortened to its
+// newest state, but never merged away: every object the handler could have
+// been told about reaches it, and so does its Delete (an object created and
+// deleted while the handler was behind is delivered as Add, then Delete, as
+// client-go delivers it). A stuck handler therefore costs memory proportional
+// to the number of distinct keys plus two notifications per re-creation
+// (delete and create again under the same key) while it is stuck, not per
+// update; it never blocks the informer or other handlers.
 type HandlerRegistration struct {
 	informer *SharedIndexInformer
 	handler  toolscache.ResourceEventHandler
@@ -74,7 +82,7 @@ type HandlerRegistration struct {
 	stopped bool
 
 	informerSynced bool
-	initialLeft    int // initial-list adds not yet delivered (or coalesced away)
+	initialLeft    int // initial-list adds not yet delivered (or merged into another)
 	synced         chan struct{}
 	syncedClosed   bool
 
@@ -185,15 +193,22 @@ func (r *HandlerRegistration) enqueue(key string, n notification) {
 	}
 }
 
-// mergeNotification appends n to the pending notifications of one key. Latest
-// state wins, and a key never holds more than two notifications:
+// mergeNotification appends n to the pending notifications of one key,
+// keeping them the server's sequence of the key's lives (an object, a UID,
+// from its creation to its deletion), each shortened to its newest state:
 //
 //   - Add then Update → Add(newest) (keeps isInInitialList).
 //   - Update then Update → Update(oldest old, newest new).
-//   - Add then Delete → nothing (the handler never saw the object).
-//   - Update then Delete → Delete.
+//   - Update then Delete → Delete (the handler knew the object).
+//   - Add then Delete → both: the handler hears of the object it could have
+//     been told about, then of its end, as client-go's handlers do.
 //   - Delete then Add → both (the object was re-created).
-//   - Delete then Delete → the first Delete (the object the handler knew).
+//   - Delete then Delete → both if their UIDs differ; else the first (the
+//     object the handler knew).
+//
+// So a key holds at most 1 + 2×(re-creations while its handler is behind)
+// notifications: an Update or Delete of the object the handler knew, then an
+// Add and, unless it is the live one, a Delete per later life.
 func mergeNotification(notes []notification, n notification) []notification {
 	if len(notes) == 0 {
 		return append(notes, n)
@@ -218,17 +233,35 @@ func mergeNotification(notes []notification, n notification) []notification {
 	default: // noteDelete
 		switch last.kind {
 		case noteAdd:
-			return notes[:len(notes)-1]
+			return append(notes, n)
 		case noteUpdate:
-			notes = notes[:len(notes)-1]
-			if len(notes) > 0 && notes[len(notes)-1].kind == noteDelete {
+			// Only a key's first notification can be an Update (after a
+			// Delete, a change is an Add): the handler knew the object.
+			*last = n
+			return notes
+		default:
+			if deletedUID(last.newObj) == deletedUID(n.newObj) {
 				return notes
 			}
 			return append(notes, n)
-		default:
-			return notes
 		}
 	}
+}
+
+// deletedUID returns the UID of a Delete notification's object (a runtime
+// object, a lazyObject, or a tombstone holding either); "" if it has none.
+func deletedUID(o any) types.UID {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	if l, ok := o.(*lazyObject); ok {
+		// Decoded once, here rather than when the handler receives it.
+		o = l.get()
+	}
+	if m, err := meta.Accessor(o); err == nil {
+		return m.GetUID()
+	}
+	return ""
 }
 
 func countInitial(notes []notification) int {

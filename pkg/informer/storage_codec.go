@@ -62,6 +62,9 @@ type ProtobufCodec struct {
 	// allocations than the generated code); nil when typ has a field it cannot
 	// plan, then the generated Unmarshal decodes.
 	dec *protoDecoder
+	// quantities is where a Marshal of a typ fills Quantities' cached
+	// strings, which Encode puts back (nil when it fills none).
+	quantities *quantityPlan
 }
 
 var (
@@ -82,15 +85,18 @@ func NewProtobufCodec(example runtime.Object) (*ProtobufCodec, error) {
 	if _, ok := example.(protoMessage); !ok || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("%T: %w", example, ErrNoProtobuf)
 	}
-	c := &ProtobufCodec{typ: t.Elem()}
+	c := &ProtobufCodec{typ: t.Elem(), quantities: quantityPlanOf(t.Elem())}
 	if dec, err := newProtoDecoder(c.typ); err == nil {
 		c.dec = dec
 	}
 	return c, nil
 }
 
-// Encode returns obj's protobuf encoding; an error for an object of another
-// Go type than the codec's.
+// Encode returns obj's protobuf encoding (the generated Marshal); an error
+// for an object of another Go type than the codec's. It leaves obj as it was
+// (the Quantities whose string the Marshal caches are put back; see
+// quantityPlan): an object decoded from the API server still equals, by
+// reflect.DeepEqual, the same object decoded again.
 func (c *ProtobufCodec) Encode(obj any) ([]byte, error) {
 	if reflect.TypeOf(obj) != reflect.PointerTo(c.typ) {
 		return nil, fmt.Errorf("protobuf codec of %v cannot encode %T", c.typ, obj)
@@ -102,7 +108,7 @@ func (c *ProtobufCodec) Encode(obj any) ([]byte, error) {
 			}
 		}
 	}
-	return obj.(protoMessage).Marshal()
+	return c.quantities.marshalUntouched(obj, obj.(protoMessage))
 }
 
 // Decode returns a new *T decoded from data, with the codec's GVK set. Its
