@@ -70,7 +70,7 @@ func TestInitScaffoldsEveryFileOfTheSetupAndNothingElse(t *testing.T) {
 	suite := res.Universe["internal/deltacache/suite_test.go"]
 	for _, want := range []string{
 		"Copyright " + strconv.Itoa(time.Now().Year()) + ".\n",
-		"var labelKeys = []string{\"app\", \"tier\"}\n",
+		"labelKeys, err = labelIndexesDefault(filepath.Join(\"..\", \"..\", \"cmd\", \"main.go\"))\n",
 		"NewCache:               dcache.NewWith(dcache.WithLabelIndexes(labelKeys...)),",
 	} {
 		if !strings.Contains(suite, want) {

@@ -40,16 +40,11 @@ var testFiles = map[string]string{
 	"internal/deltacache/cache_test.go": "cache_test.go.tmpl",
 }
 
-// renderTestFiles renders the suite for the label keys, with the project's license header
-// (hack/boilerplate.go.txt, YEAR replaced, as kubebuilder writes it) when it has one.
-func renderTestFiles(universe map[string]string, keys []string) (map[string]string, error) {
-	quoted := make([]string, len(keys))
-	for i, key := range keys {
-		quoted[i] = strconv.Quote(key)
-	}
-	data := struct{ Boilerplate, LabelKeysLiteral string }{
-		LabelKeysLiteral: strings.Join(quoted, ", "),
-	}
+// renderTestFiles renders the suite with the project's license header (hack/boilerplate.go.txt,
+// YEAR replaced, as kubebuilder writes it) when it has one. The suite reads its label keys
+// from cmd/main.go's --label-indexes default.
+func renderTestFiles(universe map[string]string) (map[string]string, error) {
+	data := struct{ Boilerplate string }{}
 	if header := strings.TrimSpace(universe[boilerplatePath]); header != "" {
 		data.Boilerplate = strings.ReplaceAll(header, "YEAR", strconv.Itoa(time.Now().Year())) + "\n\n"
 	}
