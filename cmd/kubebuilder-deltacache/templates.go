@@ -36,9 +36,12 @@ const boilerplatePath = "hack/boilerplate.go.txt"
 // testFiles are the files of the envtest suite the plugin scaffolds, by project path and
 // template name.
 var testFiles = map[string]string{
-	"internal/deltacache/suite_test.go": "suite_test.go.tmpl",
-	"internal/deltacache/cache_test.go": "cache_test.go.tmpl",
+	testDir + "suite_test.go": "suite_test.go.tmpl",
+	testDir + "cache_test.go": "cache_test.go.tmpl",
 }
+
+// testDir is the package of the suite.
+const testDir = "internal/deltacache/"
 
 // renderTestFiles renders the suite with the project's license header (hack/boilerplate.go.txt,
 // YEAR replaced, as kubebuilder writes it) when it has one. The suite reads its label keys
