@@ -22,14 +22,16 @@ limitations under the License.
 // where the API server listens, which CRDs it installed and where the kubeconfig is (for
 // kubectl). Without a command it runs until interrupted.
 //
-// The operators deltacache's kubebuilder plugin scaffolds run it from `make run-local`:
+// The operators deltacache's kubebuilder plugin scaffolds run it from `make run-local`, which
+// builds it and the manager into a temporary directory and runs
 //
-//	go run github.com/deltacache/deltacache/cmd/devcluster --crds config/crd/bases -- go run ./cmd/main.go
+//	devcluster --crds config/crd/bases -- <manager> $(RUN_ARGS)
 //
+// (a command run with `go run` exits 1 after a Ctrl-C even when its program stopped cleanly).
 // The command runs in a process group of its own. The first SIGINT or SIGTERM is passed to
-// that group as SIGINT (the manager shuts down as on Ctrl-C; `go run` waits for it), and the
-// control plane stops once the command has exited; a second signal kills the group. The exit
-// status is the command's. The control plane's data and kubeconfig live in a temporary
+// that group as SIGINT (the manager shuts down as on Ctrl-C), and the control plane stops
+// once the command has exited; a second signal kills the group. The exit status is the
+// command's. The control plane's data and kubeconfig live in a temporary
 // directory removed at the end; --kubeconfig also writes a copy to a path of your choice.
 package main
 

@@ -44,9 +44,15 @@ const localBin = `## Location to install dependencies to: a directory per projec
 LOCALBIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/deltacache/tools/$(notdir $(CURDIR))-$(shell printf '%s' '$(CURDIR)' | cksum | cut -d' ' -f1)
 `
 
-// runLocalRule is the make run-local rule: the manager against a local control plane.
+// runLocalRule is the make run-local rule: the manager against a local control plane. Both
+// programs are built first, into a temporary directory (not bin/, which kubebuilder would
+// read): under `go run`, a Ctrl-C makes the go command exit 1 even when the program stopped
+// cleanly.
 const runLocalRule = `run-local: manifests generate fmt vet envtest ## Run a controller from your host against a local control plane (no cluster needed).
-	KUBEBUILDER_ASSETS="` + scriptUse + `" go run ` + devclusterPackage + ` --crds config/crd/bases -- go run ./cmd/main.go $(RUN_ARGS)
+	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	go build -o "$$tmp/manager" ./cmd/main.go; \
+	go build -o "$$tmp/devcluster" ` + devclusterPackage + `; \
+	KUBEBUILDER_ASSETS="` + scriptUse + `" "$$tmp/devcluster" --crds config/crd/bases -- "$$tmp/manager" $(RUN_ARGS)
 `
 
 // runRecipe is kubebuilder's run recipe, which gets $(RUN_ARGS).

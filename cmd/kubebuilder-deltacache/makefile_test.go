@@ -92,7 +92,8 @@ func TestEditMakefileAddsRunLocalAndRunArgs(t *testing.T) {
 	for _, want := range []string{
 		"\trun: manifests generate fmt vet ## Run a controller from your host.\n\tgo run ./cmd/main.go $(RUN_ARGS)\n"[1:],
 		".PHONY: run-local\n" + runLocalRule,
-		"go run " + devclusterPackage + " --crds config/crd/bases -- go run ./cmd/main.go $(RUN_ARGS)",
+		"go build -o \"$$tmp/devcluster\" " + devclusterPackage + "; \\\n",
+		"\"$$tmp/devcluster\" --crds config/crd/bases -- \"$$tmp/manager\" $(RUN_ARGS)\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q", want)
