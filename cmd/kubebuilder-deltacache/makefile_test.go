@@ -133,6 +133,12 @@ func TestEditMakefileRefusesAMakefileWithoutKubebuildersRulesAndNamesIt(t *testi
 		"no setup-envtest rule": {
 			strings.Replace(scaffolded, "\nsetup-envtest: envtest", "\nsetup: envtest", 1), `has no "setup-envtest" rule`,
 		},
+		"no run rule": {
+			strings.Replace(scaffolded, "\nrun: manifests", "\nstart: manifests", 1), `has no "run" rule`,
+		},
+		"no LOCALBIN": {
+			strings.Replace(scaffolded, "LOCALBIN ?=", "TOOLS ?=", 1), "has no LOCALBIN assignment",
+		},
 		"no ENVTEST_K8S_VERSION": {
 			strings.Replace(scaffolded, "ENVTEST_K8S_VERSION ?=", "K8S_VERSION ?=", 1), "has no ENVTEST_K8S_VERSION assignment",
 		},
