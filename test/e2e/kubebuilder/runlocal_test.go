@@ -51,9 +51,16 @@ func requireRunLocalServesReadyz(t *testing.T, dir string) {
 	go func() { exited <- cmd.Wait() }()
 	stopped := false
 	defer func() {
+		// On a failure, Ctrl-C as a user would: a SIGKILL would leave the control plane and
+		// the manager (process groups of their own) running.
 		if !stopped {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+			select {
+			case <-exited:
+			case <-time.After(time.Minute):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+			}
 		}
 		if t.Failed() {
 			t.Logf("make run-local output:\n%s", logs.String())
@@ -82,7 +89,7 @@ func requireRunLocalServesReadyz(t *testing.T, dir string) {
 	t.Logf("make run-local: readyz passed after %s", time.Since(start).Round(100*time.Millisecond))
 
 	out := logs.String()
-	line := regexp.MustCompile(`devcluster: local control plane at https://(127\.0\.0\.1:\d+), CRDs installed: ([^;]*);`).
+	line := regexp.MustCompile(`devcluster: local control plane at https://(127\.0\.0\.1:\d+)/?, CRDs installed: ([^;]*);`).
 		FindStringSubmatch(out)
 	if line == nil || !strings.Contains(line[2], "carts.shop.example.com") {
 		t.Fatalf("make run-local did not say where its control plane is, with the Cart CRD installed:\n%s", out)
