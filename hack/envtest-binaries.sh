@@ -2,16 +2,19 @@
 # Builds kube-apiserver and etcd for envtest from the Go module proxy, because
 # setup-envtest cannot download binaries on machines without internet access.
 #
-# Usage: hack/envtest-binaries.sh [BIN_DIR]
-#   BIN_DIR defaults to ./bin. The binaries land in BIN_DIR/k8s/<version>-<os>-<arch>/,
-#   the layout setup-envtest uses, and that directory is printed on stdout (the value
-#   for KUBEBUILDER_ASSETS). Everything else goes to stderr.
+# Usage: hack/envtest-binaries.sh
+#   Prints on stdout the directory holding kube-apiserver and etcd (the value for
+#   KUBEBUILDER_ASSETS): the per-machine cache, <cache>/<version>-<os>-<arch>/, the layout
+#   setup-envtest uses. Nothing is copied into the project: kubebuilder sends every file of
+#   the project to its plugins, and 140 MB of control plane in bin/ made each of its commands
+#   slow. Everything else goes to stderr; on a failure it says which step failed and why.
+#   An argument (the BIN_DIR older versions copied into) is accepted and ignored.
 #
 # Environment:
 #   ENVTEST_K8S_VERSION  Kubernetes version to build (default 1.37.2).
 #   ETCD_VERSION         etcd server version (default: the one k8s.io/kubernetes pins).
-#   DELTACACHE_CACHE_DIR where finished builds are kept for other clones on this machine
-#                        (default ${XDG_CACHE_HOME:-$HOME/.cache}/deltacache/envtest).
+#   DELTACACHE_CACHE_DIR where finished builds are kept for every clone and project on this
+#                        machine (default ${XDG_CACHE_HOME:-$HOME/.cache}/deltacache/envtest).
 #
 # The build happens in a throwaway wrapper module outside the project's go.mod: the
 # kubernetes and etcd modules carry replace directives that `go install pkg@version`
@@ -21,22 +24,27 @@ set -euo pipefail
 
 K8S_VERSION="${ENVTEST_K8S_VERSION:-1.37.2}"
 K8S_VERSION="${K8S_VERSION#v}"
-BIN_DIR="${1:-bin}"
 GOOS="$(go env GOOS)"
 GOARCH="$(go env GOARCH)"
 PLATFORM="${K8S_VERSION}-${GOOS}-${GOARCH}"
-DEST="${BIN_DIR}/k8s/${PLATFORM}"
 CACHE_ROOT="${DELTACACHE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/deltacache/envtest}"
+[[ "$CACHE_ROOT" == /* ]] || CACHE_ROOT="$PWD/$CACHE_ROOT"
 CACHED="${CACHE_ROOT}/${PLATFORM}"
 
 log() { echo "envtest-binaries: $*" >&2; }
 
+# Any other failing step (go mod tidy, go build: their own errors are above) is named.
+trap 'log "failed (exit $?) at line ${LINENO}: ${BASH_COMMAND}"' ERR
+
 complete() { [[ -x "$1/kube-apiserver" && -x "$1/etcd" ]]; }
 
-abs() { mkdir -p "$1" && (cd "$1" && pwd); }
+if [[ -n "${1:-}" ]] && complete "$1/k8s/${PLATFORM}"; then
+  log "$1/k8s/ holds a copy of the control plane that older versions of this script made;" \
+    "it is not used any more and slows kubebuilder down (rm -rf $1/k8s)"
+fi
 
-if complete "$DEST"; then
-  abs "$DEST"
+if complete "$CACHED"; then
+  echo "$CACHED"
   exit 0
 fi
 
@@ -53,9 +61,17 @@ if ! complete "$CACHED"; then
   trap 'rm -rf "$work"' EXIT
   log "building kube-apiserver v${K8S_VERSION} and etcd from the Go module proxy in ${work} (about 10 minutes cold)"
 
-  gomod="$(cd "$work" && go mod download -json "k8s.io/kubernetes@v${K8S_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')"
+  # `go mod download -json` reports a failure in the JSON's Error field (stdout) and exits 1;
+  # read both before deciding, so that the go command's reason reaches the user.
+  download="$(cd "$work" && go mod download -json "k8s.io/kubernetes@v${K8S_VERSION}" 2>"$work/download.err")" || true
+  gomod="$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p' <<<"$download")"
   if [[ -z "$gomod" || ! -f "$gomod" ]]; then
-    log "could not download k8s.io/kubernetes@v${K8S_VERSION} from the module proxy"
+    reason="$(sed -n 's/^[[:space:]]*"Error": "\(.*\)",*$/\1/p' <<<"$download")"
+    reason="${reason:-$(cat "$work/download.err")}"
+    log "could not download k8s.io/kubernetes@v${K8S_VERSION} from the Go module proxy: ${reason:-no reason given}"
+    log "what to do: check that this machine reaches the module proxy (go env GOPROXY: $(go env GOPROXY))" \
+      "and that ${K8S_VERSION} is a Kubernetes release it serves (ENVTEST_K8S_VERSION=<release> picks" \
+      "another), or put kube-apiserver and etcd built elsewhere into ${CACHED}/"
     exit 1
   fi
   if [[ -z "${ETCD_VERSION:-}" ]]; then
@@ -110,9 +126,4 @@ GO
   mv "${CACHED}.tmp" "$CACHED"
 fi
 
-mkdir -p "$DEST"
-for b in kube-apiserver etcd; do
-  cp "$CACHED/$b" "$DEST/$b.tmp"
-  mv "$DEST/$b.tmp" "$DEST/$b"
-done
-abs "$DEST"
+echo "$CACHED"

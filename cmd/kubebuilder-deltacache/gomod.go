@@ -23,9 +23,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
 )
 
 const (
@@ -48,9 +50,10 @@ func editGoMod(src, version, replace string) (string, error) {
 			return "", fileErrorf(goModPath, "already requires %s: deltacache is set up in this project", deltacacheModule)
 		}
 	}
-	if err := f.AddRequire(deltacacheModule, version); err != nil {
-		return "", fileErrorf(goModPath, "cannot require %s %s: %v", deltacacheModule, version, err)
-	}
+	// Among the direct requirements, as `go get` puts a new one, not appended to the last
+	// require block (kubebuilder's indirect ones).
+	reqs := append(slices.Clone(f.Require), &modfile.Require{Mod: module.Version{Path: deltacacheModule, Version: version}})
+	f.SetRequireSeparateIndirect(reqs)
 	if replace != "" {
 		if err := f.AddReplace(deltacacheModule, "", replace, ""); err != nil {
 			return "", fileErrorf(goModPath, "cannot replace %s with %s: %v", deltacacheModule, replace, err)

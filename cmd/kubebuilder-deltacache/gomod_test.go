@@ -51,6 +51,13 @@ func TestEditGoModRequiresDeltacacheAndReplacesItWithTheCheckout(t *testing.T) {
 	if len(f.Replace) != 1 || f.Replace[0].Old.Path != deltacacheModule || f.Replace[0].New.Path != "../deltacache" {
 		t.Errorf("replaces %+v, want one replace of %s with ../deltacache", f.Replace, deltacacheModule)
 	}
+	// In the block of direct requirements, next to controller-runtime, not among the indirect ones.
+	block := got[strings.Index(got, "require ("):]
+	block = block[:strings.Index(block, ")")]
+	if !strings.Contains(block, "\t"+deltacacheModule+" "+replacedVersion+"\n") ||
+		!strings.Contains(block, "sigs.k8s.io/controller-runtime") {
+		t.Errorf("%s is not in the first require block (the direct requirements):\n%s", deltacacheModule, got)
+	}
 	if f.Module.Mod.Path != "example.com/ref" || direct != 6 {
 		t.Errorf("module %s with %d direct requirements, want example.com/ref with kubebuilder's 5 and deltacache",
 			f.Module.Mod.Path, direct)

@@ -31,14 +31,16 @@ import (
 )
 
 func main() {
-	if err := run(os.Stdin, os.Stdout); err != nil {
+	if err := run(os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", pluginKey, err)
 		os.Exit(1)
 	}
 }
 
 // run reads a request from in and writes the response to out; nothing else goes to out.
-func run(in io.Reader, out io.Writer) error {
+// After a successful init or edit it writes one line saying what changed to stderr, which
+// kubebuilder shows.
+func run(in io.Reader, out, stderr io.Writer) error {
 	var req external.PluginRequest
 	if err := json.NewDecoder(in).Decode(&req); err != nil {
 		return fmt.Errorf("reading the plugin request: %w", err)
@@ -47,5 +49,13 @@ func run(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(out).Encode(handle(req, dir))
+	res := handle(req, dir)
+	if err := json.NewEncoder(out).Encode(res); err != nil {
+		return err
+	}
+	if (req.Command == "init" || req.Command == "edit") && !res.Error {
+		opts, _ := parseOptions(req.Args)
+		_, _ = fmt.Fprintln(stderr, summary(req.Command, opts, res.Universe))
+	}
+	return nil
 }

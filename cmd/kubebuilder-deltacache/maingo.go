@@ -179,14 +179,11 @@ func lastHealthCheck(fn *ast.FuncDecl, mgr string) ast.Stmt {
 	return last
 }
 
-// newCacheAnchor is the node NewCache goes after: the Scheme field when the literal has
-// one (as kubebuilder scaffolds it), else the opening brace.
+// newCacheAnchor is the node NewCache goes after: the literal's opening brace, so that
+// NewCache and its comment come first and join the alignment of the fields kubebuilder
+// wrote, none of which go/format then re-aligns (after the Scheme field, the comment would
+// split Scheme from the others).
 func newCacheAnchor(opts *ast.CompositeLit) token.Pos {
-	for _, elt := range opts.Elts {
-		if kv, ok := elt.(*ast.KeyValueExpr); ok && identName(kv.Key) == "Scheme" {
-			return kv.End()
-		}
-	}
 	return opts.Lbrace
 }
 

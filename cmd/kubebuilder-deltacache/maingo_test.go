@@ -82,8 +82,9 @@ func TestEditMainGoPlacesEachAdditionAtItsAnchor(t *testing.T) {
 		`flag.StringVar(&labelIndexes, "label-indexes", "app,tier",`,
 		`flag.DurationVar(&informerStallTimeout, "informer-stall-timeout", dcache.DefaultStallTimeout,`,
 		"\tflag.Parse()\n",
-		"mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{\n\t\tScheme: scheme,\n",
-		"\t\tNewCache:               dcache.NewWith(dcache.WithLabelIndexes(labelKeys(labelIndexes)...)),\n\t\tMetrics: ",
+		"mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{\n\t\t// deltacache's informer cache",
+		"\t\tNewCache:               dcache.NewWith(dcache.WithLabelIndexes(labelKeys(labelIndexes)...)),\n" +
+			"\t\tScheme:                 scheme,\n",
 		`if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {`,
 		`if err := mgr.AddHealthzCheck("informers", dcache.HealthzCheck(mgr.GetCache(), informerStallTimeout)); err != nil {`,
 		`if err := mgr.AddReadyzCheck("informers", dcache.ReadyzCheck(mgr.GetCache())); err != nil {`,
@@ -95,6 +96,24 @@ func TestEditMainGoPlacesEachAdditionAtItsAnchor(t *testing.T) {
 		i := strings.Index(rest, line)
 		if i < 0 {
 			t.Fatalf("%q is missing, or not after %q, in:\n%s", line, inOrder[0], got)
+		}
+		rest = rest[i+len(line):]
+	}
+}
+
+// The user's diff of cmd/main.go holds only added lines: no line kubebuilder wrote is
+// re-aligned or otherwise changed.
+func TestEditMainGoOnlyAddsLines(t *testing.T) {
+	src := readScaffold(t, mainGoPath)
+	got, err := editMainGo(src, []string{"app", "tier"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := got
+	for _, line := range strings.SplitAfter(src, "\n") {
+		i := strings.Index(rest, line)
+		if i < 0 {
+			t.Fatalf("kubebuilder's line %q is changed or out of order in the edited main.go", line)
 		}
 		rest = rest[i+len(line):]
 	}

@@ -18,7 +18,9 @@ package main
 
 import (
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,7 +31,8 @@ func TestEditMakefileTakesEnvtestBinariesFromTheScriptInsteadOfSetupEnvtest(t *t
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"\tKUBEBUILDER_ASSETS=\"$$(bash hack/envtest-binaries.sh \"$(LOCALBIN)\")\" go test $$(go list ./... | " +
+		"\ntest: manifests generate fmt vet envtest ## Run tests.\n" +
+			"\tKUBEBUILDER_ASSETS=\"$$(bash hack/envtest-binaries.sh)\" go test $$(go list ./... | " +
 			"grep -v /e2e) -coverprofile cover.out\n",
 		".PHONY: setup-envtest\n" + setupEnvtestRule,
 		".PHONY: envtest\n" + envtestRule + "\n.PHONY: golangci-lint\n",
@@ -39,13 +42,62 @@ func TestEditMakefileTakesEnvtestBinariesFromTheScriptInsteadOfSetupEnvtest(t *t
 			t.Errorf("missing %q", want)
 		}
 	}
-	for _, gone := range []string{`"$(ENVTEST)" use`, "$(ENVTEST): $(LOCALBIN)", "tools/setup-envtest,"} {
+	// setup-envtest, its version and its binary's variable are gone, and nothing puts the
+	// control plane into the project (bin/k8s).
+	for _, gone := range []string{
+		`"$(ENVTEST)" use`, "$(ENVTEST): $(LOCALBIN)", "tools/setup-envtest,", "ENVTEST ?=", "ENVTEST_VERSION",
+		"bin/k8s", `envtest-binaries.sh "$(LOCALBIN)"`,
+	} {
 		if strings.Contains(got, gone) {
 			t.Errorf("still has %q", gone)
 		}
 	}
 	if strings.Count(got, "ENVTEST_K8S_VERSION ?=") != 1 {
 		t.Errorf("want one ENVTEST_K8S_VERSION assignment, got %d", strings.Count(got, "ENVTEST_K8S_VERSION ?="))
+	}
+}
+
+// kubebuilder sends every file of the project to the plugin on each command: the tools
+// `make test` installs (controller-gen, kustomize) go to a per-machine directory instead of
+// the project's bin/.
+func TestEditMakefileInstallsToolsOutsideTheProject(t *testing.T) {
+	got, err := editMakefile(readScaffold(t, makefilePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "LOCALBIN ?= $(shell pwd)/bin") || !strings.Contains(got, "\n"+localBin) {
+		t.Errorf("LOCALBIN is not set to the per-machine tools directory:\n%s", got)
+	}
+	// The directory make computes for a project in a temporary directory, HOME being /home/u.
+	cmd := exec.Command("make", "-s", "-f", "-", "print")
+	cmd.Stdin = strings.NewReader(localBin + "print:\n\t@echo $(LOCALBIN)\n")
+	cmd.Env = append(os.Environ(), "HOME=/home/u", "XDG_CACHE_HOME=")
+	cmd.Dir = t.TempDir()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := strings.TrimSpace(string(out))
+	wantPrefix := "/home/u/.cache/deltacache/tools/" + filepath.Base(cmd.Dir) + "-"
+	if !strings.HasPrefix(dir, wantPrefix) || len(dir) <= len(wantPrefix) {
+		t.Errorf("LOCALBIN = %q, want %s<hash of the project's path>", dir, wantPrefix)
+	}
+}
+
+func TestEditMakefileAddsRunLocalAndRunArgs(t *testing.T) {
+	got, err := editMakefile(readScaffold(t, makefilePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\trun: manifests generate fmt vet ## Run a controller from your host.\n\tgo run ./cmd/main.go $(RUN_ARGS)\n"[1:],
+		".PHONY: run-local\n" + runLocalRule,
+		"go build -o \"$$tmp/devcluster\" " + devclusterPackage + "; \\\n",
+		"\"$$tmp/devcluster\" --crds config/crd/bases -- \"$$tmp/manager\" $(RUN_ARGS)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q", want)
+		}
 	}
 }
 
@@ -80,6 +132,12 @@ func TestEditMakefileRefusesAMakefileWithoutKubebuildersRulesAndNamesIt(t *testi
 		},
 		"no setup-envtest rule": {
 			strings.Replace(scaffolded, "\nsetup-envtest: envtest", "\nsetup: envtest", 1), `has no "setup-envtest" rule`,
+		},
+		"no run rule": {
+			strings.Replace(scaffolded, "\nrun: manifests", "\nstart: manifests", 1), `has no "run" rule`,
+		},
+		"no LOCALBIN": {
+			strings.Replace(scaffolded, "LOCALBIN ?=", "TOOLS ?=", 1), "has no LOCALBIN assignment",
 		},
 		"no ENVTEST_K8S_VERSION": {
 			strings.Replace(scaffolded, "ENVTEST_K8S_VERSION ?=", "K8S_VERSION ?=", 1), "has no ENVTEST_K8S_VERSION assignment",

@@ -70,7 +70,7 @@ func TestInitScaffoldsEveryFileOfTheSetupAndNothingElse(t *testing.T) {
 	suite := res.Universe["internal/deltacache/suite_test.go"]
 	for _, want := range []string{
 		"Copyright " + strconv.Itoa(time.Now().Year()) + ".\n",
-		"var labelKeys = []string{\"app\", \"tier\"}\n",
+		"labelKeys, err = labelIndexesDefault(filepath.Join(\"..\", \"..\", \"cmd\", \"main.go\"))\n",
 		"NewCache:               dcache.NewWith(dcache.WithLabelIndexes(labelKeys...)),",
 	} {
 		if !strings.Contains(suite, want) {
@@ -188,9 +188,12 @@ func TestRunWritesOnlyTheJSONResponseToStdout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	if err := run(bytes.NewReader(in), &out); err != nil {
+	var out, stderr bytes.Buffer
+	if err := run(bytes.NewReader(in), &out, &stderr); err != nil {
 		t.Fatal(err)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("flags wrote %q to stderr, want nothing", stderr.String())
 	}
 	var res external.PluginResponse
 	dec := json.NewDecoder(&out)
@@ -199,5 +202,64 @@ func TestRunWritesOnlyTheJSONResponseToStdout(t *testing.T) {
 	}
 	if res.APIVersion != "v1alpha1" || res.Command != "flags" || len(res.Flags) != 2 || dec.More() {
 		t.Errorf("response %+v (more after it: %v)", res, dec.More())
+	}
+}
+
+// kubebuilder passes the plugin's stderr through: a successful init says in one line what
+// it changed (edit's line, with go.sum and the dashboard, is summary's too).
+func TestRunSaysInOneLineWhatInitChanged(t *testing.T) {
+	in, err := json.Marshal(initRequest(t, "--label-indexes", "app,tier", "--deltacache-replace", "../dc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, stderr bytes.Buffer
+	if err := run(bytes.NewReader(in), &out, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	var res external.PluginResponse
+	if err := json.NewDecoder(&out).Decode(&res); err != nil || res.Error {
+		t.Fatalf("init: %v %v", err, res.ErrorMsgs)
+	}
+	requireOneLine(t, stderr.String(), "cmd/main.go", "go.mod", "Makefile", "hack/envtest-binaries.sh",
+		"internal/deltacache/", "--label-indexes=app,tier", "make test", "make run-local")
+	if strings.Contains(stderr.String(), "go.sum") {
+		t.Errorf("init's line %q names go.sum, which go/v4 writes", stderr.String())
+	}
+
+	edit := summary("edit", options{LabelKeys: []string{"tier"}}, map[string]string{
+		mainGoPath: "", goModPath: "", goSumPath: "", makefilePath: "", scriptPath: "",
+		"internal/deltacache/suite_test.go": "", "internal/deltacache/cache_test.go": "", dashboardPath: "",
+	})
+	requireOneLine(t, edit+"\n", "cmd/main.go", "go.mod", "go.sum", "Makefile", "internal/deltacache/",
+		dashboardPath, "--label-indexes=tier")
+}
+
+func requireOneLine(t *testing.T, line string, mentions ...string) {
+	t.Helper()
+	if strings.Count(line, "\n") != 1 || !strings.HasSuffix(line, "\n") || !strings.HasPrefix(line, pluginKey+": ") {
+		t.Errorf("%q is not one line starting with %q", line, pluginKey+": ")
+	}
+	for _, want := range mentions {
+		if !strings.Contains(line, want) {
+			t.Errorf("the line %q does not mention %q", line, want)
+		}
+	}
+}
+
+// After go/v4 has written its files, a failed init leaves them: kubebuilder refuses a second
+// init there, so the error says to start again in an empty directory. Without go/v4 in the
+// chain nothing was written, and it does not.
+func TestFailedInitAfterGoV4SaysToStartAgainInAnEmptyDirectory(t *testing.T) {
+	noNewManager := initRequest(t, "--deltacache-replace", "../dc")
+	noNewManager.Universe[mainGoPath] = strings.Replace(noNewManager.Universe[mainGoPath], "ctrl.NewManager(", "newManager(", 1)
+	res := handle(noNewManager, "/home/u/shop")
+	if !res.Error || len(res.ErrorMsgs) != 1 || !strings.Contains(res.ErrorMsgs[0], "target directory is already initialized") ||
+		!strings.Contains(res.ErrorMsgs[0], "rm -rf shop && mkdir shop && cd shop") {
+		t.Errorf("a failed init after go/v4: %q, want the error and how to start again in an empty directory", res.ErrorMsgs)
+	}
+	withoutGoV4 := initRequest(t)
+	withoutGoV4.PluginChain = []string{pluginKey}
+	if res := handle(withoutGoV4, "/home/u/shop"); !res.Error || strings.Contains(strings.Join(res.ErrorMsgs, ""), "rm -rf") {
+		t.Errorf("a failed init without go/v4: %q, want an error that does not tell to start again", res.ErrorMsgs)
 	}
 }

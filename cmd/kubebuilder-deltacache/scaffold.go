@@ -67,7 +67,7 @@ func scaffold(p project, opts options) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := renderTestFiles(p.Universe, opts.LabelKeys)
+	out, err := renderTestFiles(p.Universe)
 	if err != nil {
 		return nil, err
 	}

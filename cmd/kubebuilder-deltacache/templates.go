@@ -36,20 +36,18 @@ const boilerplatePath = "hack/boilerplate.go.txt"
 // testFiles are the files of the envtest suite the plugin scaffolds, by project path and
 // template name.
 var testFiles = map[string]string{
-	"internal/deltacache/suite_test.go": "suite_test.go.tmpl",
-	"internal/deltacache/cache_test.go": "cache_test.go.tmpl",
+	testDir + "suite_test.go": "suite_test.go.tmpl",
+	testDir + "cache_test.go": "cache_test.go.tmpl",
 }
 
-// renderTestFiles renders the suite for the label keys, with the project's license header
-// (hack/boilerplate.go.txt, YEAR replaced, as kubebuilder writes it) when it has one.
-func renderTestFiles(universe map[string]string, keys []string) (map[string]string, error) {
-	quoted := make([]string, len(keys))
-	for i, key := range keys {
-		quoted[i] = strconv.Quote(key)
-	}
-	data := struct{ Boilerplate, LabelKeysLiteral string }{
-		LabelKeysLiteral: strings.Join(quoted, ", "),
-	}
+// testDir is the package of the suite.
+const testDir = "internal/deltacache/"
+
+// renderTestFiles renders the suite with the project's license header (hack/boilerplate.go.txt,
+// YEAR replaced, as kubebuilder writes it) when it has one. The suite reads its label keys
+// from cmd/main.go's --label-indexes default.
+func renderTestFiles(universe map[string]string) (map[string]string, error) {
+	data := struct{ Boilerplate string }{}
 	if header := strings.TrimSpace(universe[boilerplatePath]); header != "" {
 		data.Boilerplate = strings.ReplaceAll(header, "YEAR", strconv.Itoa(time.Now().Year())) + "\n\n"
 	}

@@ -40,6 +40,8 @@ type ControlPlane struct {
 	Config *rest.Config
 	// KubeconfigPath is a kubeconfig file for the same administrator, for kubectl.
 	KubeconfigPath string
+	// CRDs are the names of the CustomResourceDefinitions installed from crdDir.
+	CRDs []string
 
 	env      *envtest.Environment
 	dir      string
@@ -49,7 +51,7 @@ type ControlPlane struct {
 
 // StartControlPlane starts kube-apiserver and etcd from assetsDir (the directory holding both
 // binaries; "" means $KUBEBUILDER_ASSETS), with data in a temporary directory, and installs
-// the CRDs found in crdDir. It returns an error naming the missing piece when the binaries
+// the CRDs found in crdDir ("" installs none). It returns an error naming the missing piece when the binaries
 // cannot be found. Call Stop to shut both down and remove the data.
 func StartControlPlane(assetsDir, crdDir string) (*ControlPlane, error) {
 	if assetsDir == "" {
@@ -66,16 +68,21 @@ func StartControlPlane(assetsDir, crdDir string) (*ControlPlane, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assetsDir,
-		CRDDirectoryPaths:        []string{crdDir},
-		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  20 * time.Second,
+	}
+	if crdDir != "" {
+		env.CRDDirectoryPaths = []string{crdDir}
+		env.ErrorIfCRDPathMissing = true
 	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting local control plane: %w", err)
 	}
 	cp := &ControlPlane{Config: cfg, env: env}
+	for _, crd := range env.CRDs {
+		cp.CRDs = append(cp.CRDs, crd.Name)
+	}
 
 	dir, err := os.MkdirTemp("", "deltacache-run-")
 	if err != nil {

@@ -15,6 +15,7 @@ func TestAssetsDirPrefersKubebuilderAssets(t *testing.T) {
 
 func TestAssetsDirFindsTheFirstBuildUnderBinK8s(t *testing.T) {
 	t.Setenv("KUBEBUILDER_ASSETS", "")
+	t.Setenv("DELTACACHE_CACHE_DIR", t.TempDir())
 	root := t.TempDir()
 	if got := AssetsDir(root); got != "" {
 		t.Fatalf("AssetsDir without bin/k8s = %q, want \"\"", got)
@@ -31,5 +32,25 @@ func TestAssetsDirFindsTheFirstBuildUnderBinK8s(t *testing.T) {
 	}
 	if got := AssetsDir(root); got != full {
 		t.Fatalf("AssetsDir = %q, want %q (the directory that holds a kube-apiserver)", got, full)
+	}
+}
+
+func TestAssetsDirFallsBackToThePerMachineCache(t *testing.T) {
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	cache := t.TempDir()
+	t.Setenv("DELTACACHE_CACHE_DIR", cache)
+	root := t.TempDir()
+	if got := AssetsDir(root); got != "" {
+		t.Fatalf("AssetsDir with an empty cache = %q, want \"\"", got)
+	}
+	build := filepath.Join(cache, "1.37.2-linux-amd64")
+	if err := os.MkdirAll(build, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(build, "kube-apiserver"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := AssetsDir(root); got != build {
+		t.Fatalf("AssetsDir = %q, want the cache's build %q (where hack/envtest-binaries.sh leaves it)", got, build)
 	}
 }

@@ -40,8 +40,11 @@ func TestInitWithThePluginThenCreateAPIGivesAProjectWhoseMakeTestRunsOnDeltacach
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	kubebuilder(t, dir, "init", "--plugins", "go/v4,"+plugin, "--domain", "example.com", "--repo", repo,
+	out := kubebuilder(t, dir, "init", "--plugins", "go/v4,"+plugin, "--domain", "example.com", "--repo", repo,
 		"--label-indexes", "app,tier", "--deltacache-replace", repoRoot)
+	if !strings.Contains(out, plugin+": init set deltacache up (--label-indexes=app,tier) in ") {
+		t.Errorf("kubebuilder init did not say what it changed:\n%s", out)
+	}
 	project := readFile(t, dir, "PROJECT")
 	if !strings.Contains(project, "layout:\n- go.kubebuilder.io/v4\n- "+plugin+"\n") {
 		t.Fatalf("PROJECT does not record %s in its layout:\n%s", plugin, project)
@@ -68,8 +71,11 @@ func TestEditWithThePluginAndGrafanaGivesAProjectWhoseMakeTestRunsOnDeltacache(t
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubebuilder(t, dir, "edit", "--plugins", "grafana/v1-alpha,"+plugin,
+	out := kubebuilder(t, dir, "edit", "--plugins", "grafana/v1-alpha,"+plugin,
 		"--label-indexes", "tier", "--deltacache-replace", replace)
+	if !strings.Contains(out, plugin+": edit set deltacache up (--label-indexes=tier) in ") {
+		t.Errorf("kubebuilder edit did not say what it changed:\n%s", out)
+	}
 
 	dashboard := "grafana/deltacache-informers.json"
 	if readFile(t, dir, dashboard) != readFile(t, repoRoot, dashboard) {
@@ -155,6 +161,29 @@ func requireDeltacacheProject(t *testing.T, dir, labelIndexes, replace string) {
 		}
 	}
 
+	// deltacache among the direct requirements, not in the indirect block.
+	direct := goMod[strings.Index(goMod, "require ("):]
+	if direct = direct[:strings.Index(direct, ")")]; !strings.Contains(direct, "\tgithub.com/deltacache/deltacache ") {
+		t.Errorf("go.mod's first require block lacks deltacache:\n%s", goMod)
+	}
+
+	out := mustRun(t, dir, "make", "test")
+	for _, pkg := range []string{repo + "/internal/deltacache", repo + "/internal/controller"} {
+		if !regexp.MustCompile(`(?m)^ok\s+` + regexp.QuoteMeta(pkg) + `\s`).MatchString(out) {
+			t.Errorf("make test did not pass %s:\n%s", pkg, out)
+		}
+	}
+	// The control plane comes from the per-machine cache: setup-envtest is not asked, no path
+	// line is printed, and nothing lands in the project's bin/.
+	if strings.Contains(out, "setup-envtest use") || regexp.MustCompile(`(?m)^/\S+/\d+\.\d+\.\d+-\w+-\w+$`).MatchString(out) {
+		t.Errorf("make test should take the control plane from hack/envtest-binaries.sh quietly:\n%s", out)
+	}
+	if size := treeSize(t, filepath.Join(dir, "bin")); size > 0 {
+		t.Errorf("after make test the project's bin/ holds %d bytes, want nothing (control plane and tools "+
+			"live outside the project)", size)
+	}
+	requireCreateAPIAsQuickAsOnACleanTree(t, dir)
+
 	mustRun(t, dir, "make", "build")
 	help := run(t, dir, filepath.Join(dir, "bin", "manager"), "--help").Output
 	for _, want := range []string{
@@ -165,18 +194,8 @@ func requireDeltacacheProject(t *testing.T, dir, labelIndexes, replace string) {
 		}
 	}
 
-	out := mustRun(t, dir, "make", "test")
-	for _, pkg := range []string{repo + "/internal/deltacache", repo + "/internal/controller"} {
-		if !regexp.MustCompile(`(?m)^ok\s+` + regexp.QuoteMeta(pkg) + `\s`).MatchString(out) {
-			t.Errorf("make test did not pass %s:\n%s", pkg, out)
-		}
-	}
-	if strings.Contains(out, "setup-envtest use") || !strings.Contains(out, "bin/k8s/") {
-		t.Errorf("make test should take the control plane from hack/envtest-binaries.sh (bin/k8s/), "+
-			"not from setup-envtest:\n%s", out)
-	}
-
 	requireManagerServesInformerChecks(t, dir, "Cart.v1.shop.example.com")
+	requireRunLocalServesReadyz(t, dir)
 
 	// The suite's specs, verbosely: each ran and passed.
 	verbose := mustRun(t, dir, "go", "test", "./internal/deltacache/", "-count=1", "-v", "-ginkgo.v", "-ginkgo.no-color")

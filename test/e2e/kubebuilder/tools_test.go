@@ -117,11 +117,13 @@ cd cmd/kubebuilder-deltacache && GOBIN="$dir" go install . && mv "$dir/kubebuild
 }
 
 // goEnv is the environment of every command: this one without KUBEBUILDER_ASSETS (a
-// scaffolded project must find its control plane itself) and without a go.work.
+// scaffolded project must find its control plane itself), without KUBECONFIG (make run-local
+// needs no cluster) and without a go.work.
 func goEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KUBEBUILDER_ASSETS=") && !strings.HasPrefix(kv, "GOWORK=") {
+		if !strings.HasPrefix(kv, "KUBEBUILDER_ASSETS=") && !strings.HasPrefix(kv, "GOWORK=") &&
+			!strings.HasPrefix(kv, "KUBECONFIG=") {
 			env = append(env, kv)
 		}
 	}
@@ -138,9 +140,15 @@ type result struct {
 // and, when it fails, its output.
 func run(t *testing.T, dir, name string, args ...string) result {
 	t.Helper()
+	return runWithEnv(t, dir, nil, name, args...)
+}
+
+// runWithEnv is run with extra environment variables.
+func runWithEnv(t *testing.T, dir string, extraEnv []string, name string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(goEnv(), "XDG_CONFIG_HOME="+configHome)
+	cmd.Env = append(append(goEnv(), "XDG_CONFIG_HOME="+configHome), extraEnv...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
