@@ -98,7 +98,7 @@ func startEnv() {
 	assets := testenv.AssetsDir(filepath.Join("..", ".."))
 	if assets == "" {
 		envSkip = "envtest binaries not found: set KUBEBUILDER_ASSETS=$(bash hack/envtest-binaries.sh) " +
-			"or build them into bin/k8s"
+			"or run make envtest (it builds them into ~/.cache/deltacache/envtest)"
 		return
 	}
 	testEnv = &envtest.Environment{

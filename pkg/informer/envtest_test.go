@@ -33,7 +33,7 @@ import (
 )
 
 // These tests run our adapters and informer against a real kube-apiserver
-// (envtest, KUBEBUILDER_ASSETS or ../../bin/k8s), to prove that the initial
+// (envtest, KUBEBUILDER_ASSETS or the binaries make envtest builds), to prove that the initial
 // list is streamed (WatchList) and that the store equals the server.
 
 var (
@@ -64,7 +64,7 @@ func requireAPIServer(t *testing.T) *rest.Config {
 		dir := testenv.AssetsDir(filepath.Join("..", ".."))
 		if dir == "" {
 			envSkip = "no envtest binaries (kube-apiserver, etcd): " +
-				"set KUBEBUILDER_ASSETS=$(bash hack/envtest-binaries.sh) or build them into bin/k8s"
+				"set KUBEBUILDER_ASSETS=$(bash hack/envtest-binaries.sh) or run make envtest"
 			return
 		}
 		testEnv = &envtest.Environment{BinaryAssetsDirectory: dir}
