@@ -53,24 +53,26 @@ import (
 // Each cell runs on the shared control plane with Pods of its own (a label of its run;
 // resource quantities in their spec), deltacache's cache configured as the cell says,
 // and controller-runtime's cache (cache.New, managedFields stripped as deltacache
-// does) of the same Pods. A sharded cell's replica serves part of the slots: a
+// does) of the same Pods. deltacache's cache also holds 4,500 ConfigMaps the cells
+// share, so that its relist is larger than a pop batch: the relist case checks that a
+// reader and a handler never see it half applied (combination_relist_test.go). A sharded cell's replica serves part of the slots: a
 // phantom ring member's Lease claims the rest, so the cache must hold exactly its
 // share (the Pods whose uid, or namespace, falls in its slots), and the comparisons
 // with controller-runtime's cache are made on the objects of that share. No cell is
 // refused at construction today; one that were would fail with NewWith's error.
 func TestCombination(t *testing.T) {
 	requireEnv(t)
+	parent := t
 	for _, cell := range comboCells() {
 		t.Run(cell.String(), func(t *testing.T) {
 			start := time.Now()
-			labels := map[string]string{"group": "", "version": "v1", "kind": "Pod", "shape": string(cell.shape)}
-			before := testenv.Series(t, metrics.Registry, labels)
-			w := newComboWorld(t, cell)
+			before := comboSeries(t, cell.shape)
+			w := newComboWorld(t, parent, cell)
 			for _, c := range comboCases() {
 				t.Run(c.name, func(t *testing.T) { c.run(t, w) })
 			}
 			if cell.drift {
-				t.Run("consistency check", func(t *testing.T) { comboDriftCheck(t, labels, before) })
+				t.Run("consistency check", func(t *testing.T) { comboDriftCheck(t, cell.shape, before) })
 			}
 			if t.Failed() { // what deltacache logged about the cell's drift and errors
 				lines := w.logs.Matching("drift")
@@ -448,19 +450,27 @@ func (w *comboWorld) shaped(obj client.Object) client.Object {
 	return out
 }
 
-// comboRelist makes deltacache's informer relist (its watch cut, and the resume
-// answered 410 Expired) while a Pod is updated, one deleted and one created; the cache
-// and its handler then show the server's state.
+// comboRelist makes deltacache's informers relist (their watches cut, the requests
+// held, then the resume answered 410 Expired) after a Pod was updated, one deleted and
+// one created, and the bulk's probe replaced, meanwhile: the relist of the bulk is
+// published whole (comboRelistBulk), and the cache and its handler then show the
+// server's state.
 func comboRelist(t *testing.T, w *comboWorld) {
 	before, _ := w.ourInf.LastListStats()
-	w.expiring.expire()
+	beforeCMs, _ := w.cmInf.LastListStats()
 	live := w.liveInShare(t)
-	w.patchPod(t, &live[0], "back", "o1")
-	w.deletePod(t, &live[1], nil)
-	w.createPod(t, w.served, nil)
+	comboRelistBulk(t, w, func() {
+		w.patchPod(t, &live[0], "back", "o1")
+		w.deletePod(t, &live[1], nil)
+		w.createPod(t, w.served, nil)
+	})
 	eventually(t, comboWait, func() error {
 		if st, _ := w.ourInf.LastListStats(); st.ResourceVersion == before.ResourceVersion {
-			return fmt.Errorf("no list since the one at resourceVersion %s", before.ResourceVersion)
+			return fmt.Errorf("no list of Pods since the one at resourceVersion %s", before.ResourceVersion)
+		}
+		if st, _ := w.cmInf.LastListStats(); st.ResourceVersion == beforeCMs.ResourceVersion || st.Objects < 2 {
+			return fmt.Errorf("no list of the bulk since the one at resourceVersion %s (last %+v)",
+				beforeCMs.ResourceVersion, st)
 		}
 		return nil
 	})
@@ -498,9 +508,22 @@ func comboHandedObjects(t *testing.T, w *comboWorld) {
 	}
 }
 
-// comboDriftCheck checks the consistency check's series of the cell's informer: it
-// ran, found no drift, and caused no relist.
-func comboDriftCheck(t *testing.T, labels map[string]string, before map[string]float64) {
+// comboSeries returns the informer series of the cell's shape, Pods' and ConfigMaps'
+// added up.
+func comboSeries(t *testing.T, shape comboShape) map[string]float64 {
+	out := map[string]float64{}
+	for _, kind := range []string{"Pod", "ConfigMap"} {
+		labels := map[string]string{"group": "", "version": "v1", "kind": kind, "shape": string(shape)}
+		for name, v := range testenv.Series(t, metrics.Registry, labels) {
+			out[name] += v
+		}
+	}
+	return out
+}
+
+// comboDriftCheck checks the consistency check's series of the cell's informers (its
+// Pods and the bulk ConfigMaps): the checks ran, found no drift, and caused no relist.
+func comboDriftCheck(t *testing.T, shape comboShape, before map[string]float64) {
 	const (
 		ok      = "deltacache_consistency_checks_total{result=ok}"
 		drifted = "deltacache_consistency_checks_total{result=drift}"
@@ -510,9 +533,9 @@ func comboDriftCheck(t *testing.T, labels map[string]string, before map[string]f
 	delta := func(s map[string]float64, name string) float64 { return s[name] - before[name] }
 	var s map[string]float64
 	eventually(t, 5*comboCheckInterval, func() error {
-		s = testenv.Series(t, metrics.Registry, labels)
-		if n := delta(s, ok) + delta(s, drifted) + delta(s, failed); n < 2 {
-			return fmt.Errorf("%v consistency checks ran, want at least 2", n)
+		s = comboSeries(t, shape)
+		if n := delta(s, ok) + delta(s, drifted) + delta(s, failed); n < 4 {
+			return fmt.Errorf("%v consistency checks ran, want at least 4 (two per informer)", n)
 		}
 		return nil
 	})

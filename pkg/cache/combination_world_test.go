@@ -81,24 +81,27 @@ type comboWorld struct {
 	served, other string
 	ring          string // the ring's name (sharded cells)
 
-	ours     *dcache.Cache
-	expiring *expiringTransport // ours reaches the API server through it
-	theirs   crcache.Cache      // controller-runtime's
-	ourRec   *comboRecorder
-	theirRec *comboRecorder
-	ourInf   *informer.SharedIndexInformer
-	history  *comboHistory
-	seq      int               // names of new Pods
-	logs     *testenv.LogLines // deltacache's log
+	bulk       *comboBulk
+	probeWatch probeWatch
+	ours       *dcache.Cache
+	transport  *comboTransport               // ours reaches the API server through it
+	cmInf      *informer.SharedIndexInformer // ours, of the bulk ConfigMaps
+	theirs     crcache.Cache                 // controller-runtime's
+	ourRec     *comboRecorder
+	theirRec   *comboRecorder
+	ourInf     *informer.SharedIndexInformer
+	history    *comboHistory
+	seq        int               // names of new Pods
+	logs       *testenv.LogLines // deltacache's log
 }
 
 // newComboWorld creates the cell's namespaces, Pods and (sharded) the phantom's Lease,
 // and starts both caches with a recorder each, waiting until deltacache's serves its
 // share.
-func newComboWorld(t *testing.T, cell comboCell) *comboWorld {
+func newComboWorld(t, parent *testing.T, cell comboCell) *comboWorld {
 	t.Helper()
 	requireEnv(t)
-	w := &comboWorld{cell: cell, run: rand.String(6), history: newComboHistory()}
+	w := &comboWorld{cell: cell, run: rand.String(6), history: newComboHistory(), bulk: requireComboBulk(t, parent)}
 	w.sel = labels.SelectorFromSet(labels.Set{comboRunLabel: w.run})
 	w.ring = "combo-" + w.run
 	w.served, w.other = comboNamespaces(w.run)
@@ -363,7 +366,8 @@ func ownerIndex(delay time.Duration) client.IndexerFunc {
 // startOurs builds and starts deltacache's cache of the cell: its storage, sharding
 // (by uid or namespace, the ring's Leases in the served namespace) and drift check, a
 // label index on tier, the owner field index, and a slow recorder on the informer of
-// the cell's shape. It reaches the API server through an expiringTransport. A cell
+// the cell's shape; and the bulk ConfigMaps in that shape, with the probe index and
+// the probe watch's handler. It reaches the API server through a comboTransport. A cell
 // refused at construction fails here with NewWith's error.
 func (w *comboWorld) startOurs(t *testing.T) {
 	t.Helper()
@@ -375,22 +379,25 @@ func (w *comboWorld) startOurs(t *testing.T) {
 		options = append(options, dcache.WithConsistencyCheck(comboCheckInterval))
 	}
 	ring := shard.Options{Namespace: w.served, Name: w.ring, Identity: comboReplica, RenewInterval: time.Second}
+	kinds := []client.Object{&corev1.Pod{}, &corev1.ConfigMap{}}
 	switch w.cell.sharding {
 	case shardingUID:
-		options = append(options, dcache.WithSharding(dcache.Sharding{Ring: ring, ByUID: []client.Object{&corev1.Pod{}}}))
+		options = append(options, dcache.WithSharding(dcache.Sharding{Ring: ring, ByUID: kinds}))
 	case shardingNamespace:
-		options = append(options, dcache.WithSharding(dcache.Sharding{Ring: ring,
-			ByNamespace: []client.Object{&corev1.Pod{}}}))
+		options = append(options, dcache.WithSharding(dcache.Sharding{Ring: ring, ByNamespace: kinds}))
 	}
-	w.expiring = &expiringTransport{}
+	w.transport = &comboTransport{}
 	ecfg := rest.CopyConfig(cfg)
-	ecfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { w.expiring.next = rt; return w.expiring }
+	ecfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { w.transport.next = rt; return w.transport }
 	hc, err := rest.HTTPClientFor(ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, err := dcache.NewWith(options...)(ecfg, crcache.Options{HTTPClient: hc, Mapper: mapper,
-		ByObject: map[client.Object]crcache.ByObject{&corev1.Pod{}: {Label: w.sel}}})
+		ByObject: map[client.Object]crcache.ByObject{
+			&corev1.Pod{}:       {Label: w.sel},
+			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{comboBulkLabel: w.bulk.run})},
+		}})
 	if err != nil {
 		t.Fatalf("cell %s refused at construction: %v", w.cell, err)
 	}
@@ -406,6 +413,17 @@ func (w *comboWorld) startOurs(t *testing.T) {
 	w.ourInf = inf.(*informer.SharedIndexInformer)
 	w.ourRec = newComboRecorder(comboRecorderDelay)
 	if _, err := inf.AddEventHandler(w.ourRec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ours.IndexField(ctx, w.configMapExample(), comboProbeIdx, probeIndex); err != nil {
+		t.Fatal(err)
+	}
+	cms, err := w.ours.GetInformer(ctx, w.configMapExample(), crcache.BlockUntilSynced(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cmInf = cms.(*informer.SharedIndexInformer)
+	if _, err := cms.AddEventHandler(w.probeWatch.handler(w)); err != nil {
 		t.Fatal(err)
 	}
 	runCache(t, w.ours)
