@@ -87,12 +87,13 @@ func comboLevels() []int {
 	return []int{len(comboStorages), len(comboShardings), len(comboDrifts), len(comboShapes)}
 }
 
-// comboCells returns the cells the suite runs: allPairs of the factors, or their full
-// product when the environment variable COMBINATION_CELLS is "all".
+// comboCells returns the cells the suite runs: all pairs of the factors
+// (comboAllPairs), or their full product (comboProduct) when the environment variable
+// COMBINATION_CELLS is "all".
 func comboCells() []comboCell {
-	rows := allPairs(comboLevels())
+	rows := comboAllPairs(comboLevels())
 	if os.Getenv("COMBINATION_CELLS") == "all" {
-		rows = product(comboLevels())
+		rows = comboProduct(comboLevels())
 	}
 	cells := make([]comboCell, len(rows))
 	for i, row := range rows {
@@ -101,9 +102,9 @@ func comboCells() []comboCell {
 	return cells
 }
 
-// product returns every row of value indexes of factors with levels[i] values each,
+// comboProduct returns every row of value indexes of factors with levels[i] values each,
 // in lexicographic order.
-func product(levels []int) [][]int {
+func comboProduct(levels []int) [][]int {
 	rows := [][]int{{}}
 	for _, n := range levels {
 		var next [][]int
@@ -120,8 +121,8 @@ func product(levels []int) [][]int {
 // comboPair is the values a and b of factors i < j.
 type comboPair struct{ i, a, j, b int }
 
-// pairsOf returns the pairs of values row covers.
-func pairsOf(row []int) []comboPair {
+// comboPairsOf returns the pairs of values row covers.
+func comboPairsOf(row []int) []comboPair {
 	var out []comboPair
 	for i := range row {
 		for j := i + 1; j < len(row); j++ {
@@ -131,16 +132,16 @@ func pairsOf(row []int) []comboPair {
 	return out
 }
 
-// allPairs returns rows of value indexes (factor i has levels[i] values) such that
+// comboAllPairs returns rows of value indexes (factor i has levels[i] values) such that
 // every pair of values of two factors is in at least one row: greedily, the row of
 // the full product that covers the most pairs not yet covered, the first such in
 // lexicographic order, until none is left. Deterministic. For the suite's 2×3×2×3
 // factors it picks 9 rows of the 36 (3×3 is the least any design can have).
-func allPairs(levels []int) [][]int {
-	all := product(levels)
+func comboAllPairs(levels []int) [][]int {
+	all := comboProduct(levels)
 	uncovered := map[comboPair]bool{}
 	for _, row := range all {
-		for _, p := range pairsOf(row) {
+		for _, p := range comboPairsOf(row) {
 			uncovered[p] = true
 		}
 	}
@@ -149,7 +150,7 @@ func allPairs(levels []int) [][]int {
 		best, bestGain := -1, 0
 		for k, row := range all {
 			gain := 0
-			for _, p := range pairsOf(row) {
+			for _, p := range comboPairsOf(row) {
 				if uncovered[p] {
 					gain++
 				}
@@ -159,7 +160,7 @@ func allPairs(levels []int) [][]int {
 			}
 		}
 		rows = append(rows, all[best])
-		for _, p := range pairsOf(all[best]) {
+		for _, p := range comboPairsOf(all[best]) {
 			delete(uncovered, p)
 		}
 	}
@@ -170,10 +171,10 @@ func allPairs(levels []int) [][]int {
 // two factors is in a cell, no cell twice, and the design stays small.
 func TestCombinationCellsCoverEveryPair(t *testing.T) {
 	for _, levels := range [][]int{comboLevels(), {2, 2, 2}, {3, 3, 3, 3}, {2, 5, 3}} {
-		rows := allPairs(levels)
+		rows := comboAllPairs(levels)
 		want := map[comboPair]bool{}
-		for _, row := range product(levels) {
-			for _, p := range pairsOf(row) {
+		for _, row := range comboProduct(levels) {
+			for _, p := range comboPairsOf(row) {
 				want[p] = true
 			}
 		}
@@ -183,7 +184,7 @@ func TestCombinationCellsCoverEveryPair(t *testing.T) {
 				t.Errorf("levels %v: row %v twice", levels, row)
 			}
 			seen[fmt.Sprint(row)] = true
-			for _, p := range pairsOf(row) {
+			for _, p := range comboPairsOf(row) {
 				delete(want, p)
 			}
 		}
@@ -197,13 +198,13 @@ func TestCombinationCellsCoverEveryPair(t *testing.T) {
 		if len(rows) > least+least/2 {
 			t.Errorf("levels %v: %d rows, want at most %d", levels, len(rows), least+least/2)
 		}
-		t.Logf("levels %v: %d rows of %d", levels, len(rows), len(product(levels)))
+		t.Logf("levels %v: %d rows of %d", levels, len(rows), len(comboProduct(levels)))
 	}
 	cells := comboCells()
 	for _, c := range cells {
 		t.Log(c)
 	}
-	if got := len(allPairs(comboLevels())); got != 9 {
+	if got := len(comboAllPairs(comboLevels())); got != 9 {
 		t.Errorf("the suite's design has %d cells, want 9", got)
 	}
 }

@@ -195,7 +195,7 @@ func (h *comboHistory) snapshot() map[types.UID]comboLife {
 	return out
 }
 
-// checkHandlerSequences checks a handler's events against the server's writes:
+// comboCheckHandlerSequences checks a handler's events against the server's writes:
 //   - every add and update shows a version the object had (its uid at one of its
 //     resourceVersions, or, once the object was deleted, its version with a
 //     deletionTimestamp, which no write of the test returned), and of an object the
@@ -208,7 +208,7 @@ func (h *comboHistory) snapshot() map[types.UID]comboLife {
 //     when the key has none.
 //
 // It returns the differences found.
-func checkHandlerSequences(events map[string][]comboEvent, lives map[types.UID]comboLife,
+func comboCheckHandlerSequences(events map[string][]comboEvent, lives map[types.UID]comboLife,
 	share func(key string, uid types.UID) bool, final map[string]string,
 ) []string {
 	var out []string
@@ -265,10 +265,10 @@ func checkHandlerSequences(events map[string][]comboEvent, lives map[types.UID]c
 	return out
 }
 
-// compareHanded compares, for every uid@rv both handlers were handed, each object ours
+// comboCompareHanded compares, for every uid@rv both handlers were handed, each object ours
 // handed out with the first controller-runtime's did, by reflect.DeepEqual. It returns
 // the differences and the number of comparisons per "as" of ours.
-func compareHanded(ours, theirs map[string][]comboHanded) (diffs []string, compared map[string]int) {
+func comboCompareHanded(ours, theirs map[string][]comboHanded) (diffs []string, compared map[string]int) {
 	compared = map[string]int{}
 	for id, handed := range ours {
 		other, ok := theirs[id]
@@ -279,7 +279,7 @@ func compareHanded(ours, theirs map[string][]comboHanded) (diffs []string, compa
 			compared[h.as]++
 			if !reflect.DeepEqual(h.obj, other[0].obj) {
 				diffs = append(diffs, fmt.Sprintf("%s handed as %s differs from controller-runtime's (as %s): %s",
-					id, h.as, other[0].as, objectDiff(h.obj, other[0].obj)))
+					id, h.as, other[0].as, comboObjectDiff(h.obj, other[0].obj)))
 			}
 		}
 	}
@@ -287,10 +287,10 @@ func compareHanded(ours, theirs map[string][]comboHanded) (diffs []string, compa
 	return diffs, compared
 }
 
-// objectDiff names the first fields in which a and b differ (for a failure message).
-func objectDiff(a, b runtime.Object) string {
+// comboObjectDiff names the first fields in which a and b differ (for a failure message).
+func comboObjectDiff(a, b runtime.Object) string {
 	var paths []string
-	diffValues(reflect.ValueOf(a), reflect.ValueOf(b), "", &paths)
+	comboDiffValues(reflect.ValueOf(a), reflect.ValueOf(b), "", &paths)
 	if len(paths) > 4 {
 		paths = append(paths[:4], "...")
 	}
@@ -300,9 +300,9 @@ func objectDiff(a, b runtime.Object) string {
 	return fmt.Sprint(paths)
 }
 
-// diffValues appends to paths the paths at which a and b differ, down to unexported
+// comboDiffValues appends to paths the paths at which a and b differ, down to unexported
 // fields (such as resource.Quantity's cached string).
-func diffValues(a, b reflect.Value, path string, paths *[]string) {
+func comboDiffValues(a, b reflect.Value, path string, paths *[]string) {
 	if len(*paths) > 4 {
 		return
 	}
@@ -320,10 +320,10 @@ func diffValues(a, b reflect.Value, path string, paths *[]string) {
 			}
 			return
 		}
-		diffValues(a.Elem(), b.Elem(), path, paths)
+		comboDiffValues(a.Elem(), b.Elem(), path, paths)
 	case reflect.Struct:
 		for i := range a.NumField() {
-			diffValues(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name, paths)
+			comboDiffValues(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name, paths)
 		}
 	case reflect.Slice, reflect.Array:
 		if a.Kind() == reflect.Slice && a.IsNil() != b.IsNil() {
@@ -335,7 +335,7 @@ func diffValues(a, b reflect.Value, path string, paths *[]string) {
 			return
 		}
 		for i := range a.Len() {
-			diffValues(a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", path, i), paths)
+			comboDiffValues(a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", path, i), paths)
 		}
 	case reflect.Map:
 		if a.IsNil() != b.IsNil() {
@@ -347,7 +347,7 @@ func diffValues(a, b reflect.Value, path string, paths *[]string) {
 			return
 		}
 		for _, k := range a.MapKeys() {
-			diffValues(a.MapIndex(k), b.MapIndex(k), fmt.Sprintf("%s[%v]", path, k), paths)
+			comboDiffValues(a.MapIndex(k), b.MapIndex(k), fmt.Sprintf("%s[%v]", path, k), paths)
 		}
 	default:
 		if a.CanInterface() && b.CanInterface() {
@@ -362,8 +362,8 @@ func diffValues(a, b reflect.Value, path string, paths *[]string) {
 	}
 }
 
-// uidRV returns obj's "uid@resourceVersion".
-func uidRV(obj runtime.Object) string {
+// comboUIDRV returns obj's "uid@resourceVersion".
+func comboUIDRV(obj runtime.Object) string {
 	m, err := apimeta.Accessor(obj)
 	if err != nil {
 		return fmt.Sprintf("<%T>", obj)

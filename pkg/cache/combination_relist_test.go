@@ -134,8 +134,8 @@ func (b *comboBulk) configMap(name string, probe bool) *corev1.ConfigMap {
 		Data: map[string]string{"k": name}}
 }
 
-// probeIndex indexes the probes (any shape) under "yes".
-func probeIndex(o client.Object) []string {
+// comboProbeIndex indexes the probes (any shape) under "yes".
+func comboProbeIndex(o client.Object) []string {
 	if o.GetLabels()[comboProbeLabel] == "yes" {
 		return []string{"yes"}
 	}
@@ -189,15 +189,15 @@ func (w *comboWorld) probes(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// probeWatch records the probe states deltacache's cache shows, from a reader
+// comboProbeWatch records the probe states deltacache's cache shows, from a reader
 // polling and from a handler's calls, while on.
-type probeWatch struct {
+type comboProbeWatch struct {
 	on     atomic.Bool
 	mu     sync.Mutex
 	states map[string]int // "reader: [names]" or "handler: [names]" → times seen
 }
 
-func (p *probeWatch) saw(who string, names []string) {
+func (p *comboProbeWatch) saw(who string, names []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.states == nil {
@@ -207,7 +207,7 @@ func (p *probeWatch) saw(who string, names []string) {
 }
 
 // handler returns the event handler that reads the probes at each call while on.
-func (p *probeWatch) handler(w *comboWorld) toolscache.ResourceEventHandler {
+func (p *comboProbeWatch) handler(w *comboWorld) toolscache.ResourceEventHandler {
 	read := func() {
 		if !p.on.Load() {
 			return

@@ -221,10 +221,10 @@ func comboReads(t *testing.T, w *comboWorld) {
 		switch {
 		case err != nil:
 			t.Errorf("Get of %s: %v", key, err)
-		case uidRV(ours) != share[key]:
-			t.Errorf("Get of %s: %s, server %s", key, uidRV(ours), share[key])
+		case comboUIDRV(ours) != share[key]:
+			t.Errorf("Get of %s: %s, server %s", key, comboUIDRV(ours), share[key])
 		case !reflect.DeepEqual(ours, theirs):
-			t.Errorf("Get of %s differs from controller-runtime's: %s", key, objectDiff(ours, theirs))
+			t.Errorf("Get of %s differs from controller-runtime's: %s", key, comboObjectDiff(ours, theirs))
 		}
 	}
 	w.expectAbsent(t, client.ObjectKey{Namespace: w.served, Name: "never-created"})
@@ -264,15 +264,15 @@ func comboReads(t *testing.T, w *comboWorld) {
 				want[key] = share[key]
 			}
 		}
-		if got := versions(ours); !maps.Equal(got, want) {
-			t.Errorf("List by %s: %s", q.what, mapDiff(got, want))
+		if got := comboVersions(ours); !maps.Equal(got, want) {
+			t.Errorf("List by %s: %s", q.what, comboMapDiff(got, want))
 		}
 		if len(want) == 0 {
 			t.Errorf("List by %s: the share has no such Pod; the case cannot fail", q.what)
 		}
 		for key, o := range ours {
 			if th, ok := theirs[key]; !ok || !reflect.DeepEqual(o, th) {
-				t.Errorf("List by %s: item %s differs from controller-runtime's: %s", q.what, key, objectDiff(o, th))
+				t.Errorf("List by %s: item %s differs from controller-runtime's: %s", q.what, key, comboObjectDiff(o, th))
 			}
 		}
 	}
@@ -382,7 +382,7 @@ func comboReadYourWrites(t *testing.T, w *comboWorld) {
 	}
 	for _, obj := range gone {
 		if o, ok := listed[obj.GetNamespace()+"/"+obj.GetName()]; ok {
-			t.Errorf("List after the deletes returned %s (%s)", obj.GetName(), uidRV(o))
+			t.Errorf("List after the deletes returned %s (%s)", obj.GetName(), comboUIDRV(o))
 		}
 	}
 	w.awaitConverged(t, "after the writes through the read-your-writes client")
@@ -478,16 +478,16 @@ func comboRelist(t *testing.T, w *comboWorld) {
 }
 
 // comboHandlerSequences checks each handler's events against the server's writes (see
-// checkHandlerSequences): controller-runtime's too, as a check of the checker.
+// comboCheckHandlerSequences): controller-runtime's too, as a check of the checker.
 func comboHandlerSequences(t *testing.T, w *comboWorld) {
 	w.awaitConverged(t, "before the check")
 	all, share := w.serverState(t)
 	lives := w.history.snapshot()
-	for _, d := range checkHandlerSequences(w.ourRec.events(), lives, w.inShare, share) {
+	for _, d := range comboCheckHandlerSequences(w.ourRec.events(), lives, w.inShare, share) {
 		t.Errorf("deltacache's handler: %s", d)
 	}
 	everything := func(_ string, _ types.UID) bool { return true }
-	for _, d := range checkHandlerSequences(w.theirRec.events(), lives, everything, all) {
+	for _, d := range comboCheckHandlerSequences(w.theirRec.events(), lives, everything, all) {
 		t.Errorf("controller-runtime's handler: %s", d)
 	}
 }
@@ -496,7 +496,7 @@ func comboHandlerSequences(t *testing.T, w *comboWorld) {
 // update old and new, delete) with the object controller-runtime's handler was handed
 // for the same uid and resourceVersion, by reflect.DeepEqual.
 func comboHandedObjects(t *testing.T, w *comboWorld) {
-	diffs, compared := compareHanded(w.ourRec.objects(), w.theirRec.objects())
+	diffs, compared := comboCompareHanded(w.ourRec.objects(), w.theirRec.objects())
 	for _, d := range diffs {
 		t.Error(d)
 	}

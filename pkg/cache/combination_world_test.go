@@ -82,7 +82,7 @@ type comboWorld struct {
 	ring          string // the ring's name (sharded cells)
 
 	bulk       *comboBulk
-	probeWatch probeWatch
+	probeWatch comboProbeWatch
 	ours       *dcache.Cache
 	transport  *comboTransport               // ours reaches the API server through it
 	cmInf      *informer.SharedIndexInformer // ours, of the bulk ConfigMaps
@@ -345,18 +345,18 @@ func (w *comboWorld) listed(ctx context.Context, c client.Reader, lbls labels.Se
 	return out, nil
 }
 
-// versions maps objects to their uid@rv.
-func versions(objs map[string]client.Object) map[string]string {
+// comboVersions maps objects to their uid@rv.
+func comboVersions(objs map[string]client.Object) map[string]string {
 	out := make(map[string]string, len(objs))
 	for k, o := range objs {
-		out[k] = uidRV(o)
+		out[k] = comboUIDRV(o)
 	}
 	return out
 }
 
-// ownerIndex indexes a Pod (any shape) by its owner annotation; slow (comboIndexDelay)
+// comboOwnerIndex indexes a Pod (any shape) by its owner annotation; slow (comboIndexDelay)
 // for deltacache's, so that events queue up before the store.
-func ownerIndex(delay time.Duration) client.IndexerFunc {
+func comboOwnerIndex(delay time.Duration) client.IndexerFunc {
 	return func(o client.Object) []string {
 		time.Sleep(delay)
 		return []string{o.GetAnnotations()[comboOwner]}
@@ -403,7 +403,7 @@ func (w *comboWorld) startOurs(t *testing.T) {
 	}
 	w.ours = c.(*dcache.Cache)
 	ctx := envCtx(t)
-	if err := w.ours.IndexField(ctx, w.example(), comboOwnerIdx, ownerIndex(comboIndexDelay)); err != nil {
+	if err := w.ours.IndexField(ctx, w.example(), comboOwnerIdx, comboOwnerIndex(comboIndexDelay)); err != nil {
 		t.Fatal(err)
 	}
 	inf, err := w.ours.GetInformer(ctx, w.example(), crcache.BlockUntilSynced(false))
@@ -415,7 +415,7 @@ func (w *comboWorld) startOurs(t *testing.T) {
 	if _, err := inf.AddEventHandler(w.ourRec); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.ours.IndexField(ctx, w.configMapExample(), comboProbeIdx, probeIndex); err != nil {
+	if err := w.ours.IndexField(ctx, w.configMapExample(), comboProbeIdx, comboProbeIndex); err != nil {
 		t.Fatal(err)
 	}
 	cms, err := w.ours.GetInformer(ctx, w.configMapExample(), crcache.BlockUntilSynced(false))
@@ -450,7 +450,7 @@ func (w *comboWorld) startTheirs(t *testing.T) {
 	}
 	w.theirs = c
 	ctx := envCtx(t)
-	if err := c.IndexField(ctx, w.example(), comboOwnerIdx, ownerIndex(0)); err != nil {
+	if err := c.IndexField(ctx, w.example(), comboOwnerIdx, comboOwnerIndex(0)); err != nil {
 		t.Fatal(err)
 	}
 	inf, err := c.GetInformer(ctx, w.example(), crcache.BlockUntilSynced(false))
@@ -473,22 +473,22 @@ func (w *comboWorld) converged(ctx context.Context, t *testing.T) error {
 	if err != nil {
 		return fmt.Errorf("deltacache List: %w", err)
 	}
-	if got := versions(ours); !maps.Equal(got, share) {
-		return fmt.Errorf("deltacache holds %s", mapDiff(got, share))
+	if got := comboVersions(ours); !maps.Equal(got, share) {
+		return fmt.Errorf("deltacache holds %s", comboMapDiff(got, share))
 	}
 	theirs, err := w.listed(ctx, w.theirs, nil)
 	if err != nil {
 		return fmt.Errorf("controller-runtime List: %w", err)
 	}
-	if got := versions(theirs); !maps.Equal(got, all) {
-		return fmt.Errorf("controller-runtime holds %s", mapDiff(got, all))
+	if got := comboVersions(theirs); !maps.Equal(got, all) {
+		return fmt.Errorf("controller-runtime holds %s", comboMapDiff(got, all))
 	}
 	for name, rec := range map[string]*comboRecorder{"deltacache": w.ourRec, "controller-runtime": w.theirRec} {
 		want := share
 		if rec == w.theirRec {
 			want = all
 		}
-		if d := lastEventDiff(rec.events(), want); d != "" {
+		if d := comboLastEventDiff(rec.events(), want); d != "" {
 			return fmt.Errorf("%s's handler: %s", name, d)
 		}
 	}
@@ -507,8 +507,8 @@ func (w *comboWorld) awaitConverged(t *testing.T, what string) {
 	})
 }
 
-// lastEventDiff describes the first key whose last event does not show want's state.
-func lastEventDiff(events map[string][]comboEvent, want map[string]string) string {
+// comboLastEventDiff describes the first key whose last event does not show want's state.
+func comboLastEventDiff(events map[string][]comboEvent, want map[string]string) string {
 	for _, key := range slices.Sorted(maps.Keys(want)) {
 		seq := events[key]
 		if len(seq) == 0 || seq[len(seq)-1].typ == "delete" ||
@@ -524,8 +524,8 @@ func lastEventDiff(events map[string][]comboEvent, want map[string]string) strin
 	return ""
 }
 
-// mapDiff describes how got differs from want (key → uid@rv).
-func mapDiff(got, want map[string]string) string {
+// comboMapDiff describes how got differs from want (key → uid@rv).
+func comboMapDiff(got, want map[string]string) string {
 	var d []string
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if got[k] != want[k] {
