@@ -522,7 +522,8 @@ func comboSeries(t *testing.T, shape comboShape) map[string]float64 {
 }
 
 // comboDriftCheck checks the consistency check's series of the cell's informers (its
-// Pods and the bulk ConfigMaps): the checks ran, found no drift, and caused no relist.
+// Pods and the bulk ConfigMaps), from before the cache started: the checks ran, found
+// no drift, and caused no relist (cause "drift"; a shard change's relist is "shard").
 func comboDriftCheck(t *testing.T, shape comboShape, before map[string]float64) {
 	const (
 		ok      = "deltacache_consistency_checks_total{result=ok}"

@@ -256,6 +256,8 @@ kube-apiserver restarts and the revocations, and the reconnection after them; th
 is the whole test process's. The etcd compactions are the soak's own (the kube-apiserver's
 periodic compaction is off): each compacts at etcd's current revision and cuts the
 connections, so the watches resume from a resourceVersion older than the compaction.
+The relists of cause "shard" are the replicas' hand-offs (a slot's objects listed by
+the replica that takes it); those of cause "drift" are the consistency check's.
 `
 
 // A run replaces its seed's row of the runs table and keeps the other seeds' rows.
