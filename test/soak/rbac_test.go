@@ -68,6 +68,31 @@ func grantAll(ctx context.Context, c client.Client) error {
 	return nil
 }
 
+// grantSharding lets the cache user keep the ring's Leases in ringNamespace (get, list,
+// create, update, delete) and follow the Namespaces (list, watch: namespace sharding),
+// through a Role and a ClusterRole that the faults leave alone.
+func grantSharding(ctx context.Context, c client.Client) error {
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: cacheUser}}
+	name := cacheUser + "-sharding"
+	for _, obj := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ringNamespace, Name: name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+				Verbs: []string{"get", "list", "create", "update", "delete"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ringNamespace, Name: name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: subjects},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"},
+				Verbs: []string{"list", "watch"}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: subjects},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // revoke deletes k's binding: the cache user's next list or watch of k is Forbidden.
 func revoke(ctx context.Context, c client.Client, k grantedKind) error {
 	return c.Delete(ctx, k.binding())

@@ -23,7 +23,6 @@ package soak
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"runtime"
 	"slices"
@@ -44,7 +43,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
-	dcache "github.com/deltacache/deltacache/pkg/cache"
 	"github.com/deltacache/deltacache/pkg/informer"
 )
 
@@ -55,7 +53,11 @@ type settings struct {
 	objects  int // per kind
 	rate     int // writes per second, all kinds
 	writers  int // writers, each with its own client
-	report   string
+	replicas int // sharded caches
+	// checkInterval of the replicas' consistency check: the run's ninth, within
+	// 10 s to 1 min (several checks per run).
+	checkInterval time.Duration
+	report        string
 }
 
 func envInt(name string, def int) int {
@@ -67,7 +69,7 @@ func envInt(name string, def int) int {
 
 func loadSettings(t *testing.T) settings {
 	s := settings{duration: 90 * time.Second, objects: envInt("SOAK_OBJECTS", 300), rate: envInt("SOAK_RATE", 40),
-		writers: envInt("SOAK_WRITERS", 10), report: os.Getenv("SOAK_REPORT")}
+		writers: envInt("SOAK_WRITERS", 10), replicas: envInt("SOAK_REPLICAS", 3), report: os.Getenv("SOAK_REPORT")}
 	if d, err := time.ParseDuration(os.Getenv("SOAK_DURATION")); err == nil && d > 0 {
 		s.duration = d
 	}
@@ -76,8 +78,9 @@ func loadSettings(t *testing.T) settings {
 	} else {
 		s.seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("SOAK_SEED=%d SOAK_DURATION=%s SOAK_OBJECTS=%d SOAK_RATE=%d SOAK_WRITERS=%d",
-		s.seed, s.duration, s.objects, s.rate, s.writers)
+	s.checkInterval = min(max(s.duration/9, 10*time.Second), time.Minute)
+	t.Logf("SOAK_SEED=%d SOAK_DURATION=%s SOAK_OBJECTS=%d SOAK_RATE=%d SOAK_WRITERS=%d SOAK_REPLICAS=%d (check every %s)",
+		s.seed, s.duration, s.objects, s.rate, s.writers, s.replicas, s.checkInterval)
 	return s
 }
 
@@ -98,11 +101,12 @@ type watched struct {
 	unsynced atomic.Bool
 }
 
-// event is what a handler saw of one object.
+// event is what a handler saw of one object, and when.
 type event struct {
 	typ string // add, update, delete
 	uid string
 	rv  string
+	at  time.Time
 }
 
 // recorder is the normal handler: per key the sequence of events.
@@ -139,7 +143,7 @@ func (r *recorder) note(typ string, obj any) {
 	}
 	r.events.Add(1)
 	r.mu.Lock()
-	r.seq[key] = append(r.seq[key], event{typ: typ, uid: string(m.GetUID()), rv: m.GetResourceVersion()})
+	r.seq[key] = append(r.seq[key], event{typ: typ, uid: string(m.GetUID()), rv: m.GetResourceVersion(), at: time.Now()})
 	r.mu.Unlock()
 }
 
@@ -215,10 +219,10 @@ func watchAll(ctx context.Context, t *testing.T, c crcache.Cache, writes *sync.M
 }
 
 // converge compares until there is no difference or 60 s passed.
-func converge(ctx context.Context, t *testing.T, c client.Client, informers []*watched) map[string][]string {
+func converge(ctx context.Context, t *testing.T, c client.Client, replicas []*replica) map[string][]string {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		diffs := compareAll(ctx, t, c, informers)
+		diffs := compareAll(ctx, t, c, replicas)
 		if total(diffs) == 0 || time.Now().After(deadline) {
 			return diffs
 		}
@@ -242,32 +246,41 @@ func TestSoak(t *testing.T) {
 	st := loadSettings(t)
 	cp := startControlPlane(t)
 	ctx := t.Context()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "soak"}}
-	if err := cp.direct.Create(ctx, ns); err != nil {
-		t.Fatal(err)
+	ids := replicaIDs(st.replicas)
+	namespaces := soakNamespaces(ids)
+	for _, name := range append([]string{ringNamespace}, namespaces...) {
+		if err := cp.direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := grantAll(ctx, cp.direct); err != nil {
 		t.Fatal(err)
 	}
+	if err := grantSharding(ctx, cp.direct); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d replicas (Pods and Apps sharded by namespace over %v, ConfigMaps by uid), consistency check every %s",
+		st.replicas, namespaces, st.checkInterval)
 
 	goroutinesBefore := runtime.NumGoroutine()
-	cc, err := dcache.NewWith(dcache.WithLabelIndexes("app"))(cp.proxied, crcache.Options{Scheme: cp.scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cc.(*dcache.Cache)
-	if err := c.IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	cacheCtx, stopCache := context.WithCancel(ctx)
-	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- c.Start(cacheCtx) }()
+	cacheCtx, stopCaches := context.WithCancel(ctx)
 	writes := &sync.Map{}
-	informers := watchAll(ctx, t, c, writes)
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
+	var replicas []*replica
+	cacheDone := make(chan error, len(ids))
+	var following sync.WaitGroup
+	for _, id := range ids {
+		r := newReplica(ctx, t, cp, st, id)
+		go func() { cacheDone <- r.cache.Start(cacheCtx) }()
+		r.informers = watchAll(ctx, t, r.cache, writes)
+		following.Go(func() { r.followRing(cacheCtx) })
+		replicas = append(replicas, r)
+	}
+	var informers []*watched
+	for _, r := range replicas {
+		if !r.cache.WaitForCacheSync(ctx) {
+			t.Fatalf("%s did not sync", r.id)
+		}
+		informers = append(informers, r.informers...)
 	}
 	monitorDone := make(chan struct{})
 	go func() { // HasSynced never goes back to false
@@ -284,11 +297,12 @@ func TestSoak(t *testing.T) {
 	var maxHeap atomic.Uint64
 	go sampleHeap(cacheCtx, &maxHeap)
 
-	// Faults and writers, both drawn from the seed.
+	// Faults and writers, both drawn from the seed. The faults watch the first
+	// replica's SyncError and readyz check.
 	end := time.Now().Add(st.duration)
 	faultsDone := make(chan faultLog, 1)
-	go func() { faultsDone <- newInjector(t, cp, c, st, end).run(ctx) }()
-	written := runWriters(ctx, t, cp, writes, st, end)
+	go func() { faultsDone <- newInjector(t, cp, replicas[0].cache, st, end).run(ctx) }()
+	written := runWriters(ctx, t, cp, writes, st, namespaces, end)
 	faults := <-faultsDone
 	cp.proxy.Blackhole(false)
 	cp.proxy.SetDelay(0)
@@ -296,8 +310,9 @@ func TestSoak(t *testing.T) {
 		written.writes.Load(), written.rate(st.duration), written.rateWhileUp(st.duration, faults.restarts),
 		written.failed.Load(), faults.counts)
 
-	// Within 60 s every store equals the server, and every handler's last view too.
-	diffs := converge(ctx, t, cp.direct, informers)
+	// Within 60 s the ring settles, the replicas' stores together equal the server, each
+	// holding its share, and every handler's view of its share too.
+	diffs := converge(ctx, t, cp.direct, replicas)
 	converged := time.Since(end)
 	for name, d := range diffs {
 		if len(d) > 0 {
@@ -314,22 +329,35 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	pipeline := pipelineCounts(t)
-
-	stopCache()
-	if err := <-cacheDone; err != nil {
-		t.Errorf("cache Start: %v", err)
+	// No fault loses a watch event silently: the consistency check finds nothing and
+	// causes no relist (the replicas' hand-offs relist with cause "shard").
+	if n := sum(pipeline.drift); n > 0 || pipeline.checks["drift"] > 0 || pipeline.relists[informer.RelistCauseDrift] > 0 {
+		t.Errorf("the consistency check found %.0f drifted objects (%s) in %.0f checks and relisted %.0f times; want none",
+			n, causes(pipeline.drift), pipeline.checks["drift"], pipeline.relists[informer.RelistCauseDrift])
 	}
+	if pipeline.checks["ok"] == 0 {
+		t.Errorf("no consistency check passed (checks: %s)", causes(pipeline.checks))
+	}
+	acquired, released := handOffs(replicas)
+
+	stopCaches()
+	for range replicas {
+		if err := <-cacheDone; err != nil {
+			t.Errorf("cache Start: %v", err)
+		}
+	}
+	following.Wait()
 	<-monitorDone
-	cp.proxy.Cut() // the cache's idle connections end with it
+	cp.proxy.Cut() // the caches' idle connections end with them
 	leftover := goroutinesLeft(goroutinesBefore)
 	if leftover > 0 {
 		buf := make([]byte, 1<<20)
-		t.Errorf("%d goroutines left after the cache stopped:\n%s", leftover, buf[:runtime.Stack(buf, true)])
+		t.Errorf("%d goroutines left after the caches stopped:\n%s", leftover, buf[:runtime.Stack(buf, true)])
 	}
 
 	r := report{settings: st, faults: faults, load: written, delivered: delivered, pipeline: pipeline,
-		maxDelay: maxDelay, converged: converged, diffs: total(diffs),
-		maxHeap: maxHeap.Load(), leftover: leftover, passed: !t.Failed()}
+		maxDelay: maxDelay, converged: converged, diffs: total(diffs), namespaces: len(namespaces),
+		acquired: acquired, released: released, maxHeap: maxHeap.Load(), leftover: leftover, passed: !t.Failed()}
 	t.Log(r.markdown(nil))
 	if st.report != "" {
 		if err := r.write(st.report); err != nil {
@@ -338,71 +366,25 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-// compareAll compares every informer's store and recorder with a consistent LIST of
-// the server: a difference is a key whose uid or resourceVersion differs, or whose
-// handler's last event does not show the server's state, or a handler that saw an
-// event after the Delete of the same object.
-func compareAll(ctx context.Context, t *testing.T, c client.Client, informers []*watched) map[string][]string {
-	server := map[schema.GroupVersionKind]map[string]string{}
-	out := map[string][]string{}
-	for _, w := range informers {
+// compareAll compares every replica's informers and recorders with a consistent LIST
+// of the server (see compareShares; the ring's settling under "ring"), by informer.
+func compareAll(ctx context.Context, t *testing.T, c client.Client, replicas []*replica) map[string][]string {
+	server := map[schema.GroupVersionKind]map[string]serverObject{}
+	out := map[string][]string{"ring": ringDiffs(replicas)}
+	for i, w := range replicas[0].informers {
 		if _, ok := server[w.gvk]; !ok {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(w.gvk.GroupVersion().WithKind(w.gvk.Kind + "List"))
 			if err := c.List(ctx, list); err != nil {
 				t.Fatalf("consistent LIST of %s: %v", w.gvk.Kind, err)
 			}
-			m := map[string]string{}
+			m := map[string]serverObject{}
 			for _, o := range list.Items {
-				m[o.Namespace+"/"+o.Name] = string(o.UID) + "@" + o.ResourceVersion
+				m[o.Namespace+"/"+o.Name] = serverObject{uid: o.UID, version: string(o.UID) + "@" + o.ResourceVersion}
 			}
 			server[w.gvk] = m
 		}
-		want := server[w.gvk]
-		var diffs []string
-		store := map[string]string{}
-		for _, o := range w.inf.GetStore().List() {
-			m, _ := meta.Accessor(o)
-			store[m.GetNamespace()+"/"+m.GetName()] = string(m.GetUID()) + "@" + m.GetResourceVersion()
-		}
-		for k, v := range want {
-			if store[k] != v {
-				diffs = append(diffs, fmt.Sprintf("store %s: %q, server %q", k, store[k], v))
-			}
-		}
-		for k, v := range store {
-			if _, ok := want[k]; !ok {
-				diffs = append(diffs, fmt.Sprintf("store %s: %q, not on the server", k, v))
-			}
-		}
-		seen := w.rec.keys()
-		for k, seq := range seen {
-			last := seq[len(seq)-1]
-			v, onServer := want[k]
-			switch {
-			case onServer && (last.typ == "delete" || last.uid+"@"+last.rv != v):
-				diffs = append(diffs, fmt.Sprintf("handler %s: last %v, server %q", k, last, v))
-			case !onServer && last.typ != "delete":
-				diffs = append(diffs, fmt.Sprintf("handler %s: last %v, not on the server", k, last))
-			}
-			deleted := map[string]bool{}
-			for _, e := range seq {
-				if deleted[e.uid] && e.typ != "delete" {
-					diffs = append(diffs, fmt.Sprintf("handler %s: %v after the delete of uid %s", k, e, e.uid))
-					break
-				}
-				if e.typ == "delete" {
-					deleted[e.uid] = true
-				}
-			}
-		}
-		for k := range want {
-			if _, ok := seen[k]; !ok {
-				diffs = append(diffs, fmt.Sprintf("handler %s: never seen", k))
-			}
-		}
-		slices.Sort(diffs)
-		out[w.name] = diffs
+		out[w.name] = compareShares(replicas, i, server[w.gvk])
 	}
 	return out
 }
@@ -421,6 +403,8 @@ type pipeline struct {
 	watchStarts float64
 	forbidden   float64            // list and watch errors whose reason is Forbidden
 	errors      map[string]float64 // list and watch errors by "op reason"
+	checks      map[string]float64 // consistency checks by result
+	drift       map[string]float64 // objects the consistency checks found drifted, by drift
 }
 
 // pipelineCounts sums the informers' series.
@@ -433,7 +417,8 @@ func pipelineCounts(t *testing.T) pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := pipeline{relists: map[string]float64{}, errors: map[string]float64{}}
+	p := pipeline{relists: map[string]float64{}, errors: map[string]float64{}, checks: map[string]float64{},
+		drift: map[string]float64{}}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
 			labels := map[string]string{}
@@ -445,6 +430,10 @@ func pipelineCounts(t *testing.T) pipeline {
 				p.relists[labels["cause"]] += m.GetCounter().GetValue()
 			case "deltacache_informer_watch_starts_total":
 				p.watchStarts += m.GetCounter().GetValue()
+			case "deltacache_consistency_checks_total":
+				p.checks[labels["result"]] += m.GetCounter().GetValue()
+			case "deltacache_consistency_drift_objects_total":
+				p.drift[labels["drift"]] += m.GetCounter().GetValue()
 			case "deltacache_informer_errors_total":
 				p.errors[labels["op"]+" "+labels["reason"]] += m.GetCounter().GetValue()
 				if labels["reason"] == "Forbidden" {

@@ -61,9 +61,10 @@ func (l *load) rateWhileUp(d time.Duration, restarts []time.Duration) float64 {
 // writers, each with its own client and client-side rate limit (st.rate/st.writers
 // QPS, which paces it), and each owning the
 // object names whose number is its own modulo st.writers (so that no two writers race
-// on one object). It returns when every writer has.
+// on one object). Object number n lives in namespaces[n mod len(namespaces)]. It
+// returns when every writer has.
 func runWriters(ctx context.Context, t *testing.T, cp *controlPlane, writes *sync.Map, st settings,
-	end time.Time,
+	namespaces []string, end time.Time,
 ) *load {
 	l := &load{writers: st.writers}
 	var wg sync.WaitGroup
@@ -80,7 +81,7 @@ func runWriters(ctx context.Context, t *testing.T, cp *controlPlane, writes *syn
 		if err != nil {
 			t.Fatal(err)
 		}
-		wr := &writer{id: w, c: c, writes: writes, st: st, load: l,
+		wr := &writer{id: w, c: c, writes: writes, st: st, load: l, namespaces: namespaces,
 			rng: rand.New(rand.NewPCG(st.seed, uint64(10+w))), exists: map[string]bool{}}
 		wg.Go(func() { wr.run(ctx, t, end) })
 	}
@@ -90,13 +91,14 @@ func runWriters(ctx context.Context, t *testing.T, cp *controlPlane, writes *syn
 
 // writer is one of runWriters' writers.
 type writer struct {
-	id     int
-	c      client.Client
-	writes *sync.Map
-	st     settings
-	load   *load
-	rng    *rand.Rand
-	exists map[string]bool
+	id         int
+	c          client.Client
+	writes     *sync.Map
+	st         settings
+	load       *load
+	namespaces []string
+	rng        *rand.Rand
+	exists     map[string]bool
 }
 
 func (w *writer) run(ctx context.Context, t *testing.T, end time.Time) {
@@ -104,7 +106,7 @@ func (w *writer) run(ctx context.Context, t *testing.T, end time.Time) {
 		kind := []string{"Pod", "ConfigMap", "App"}[w.rng.IntN(3)]
 		prefix := map[string]string{"Pod": "p", "ConfigMap": "cm", "App": "app"}[kind]
 		n := w.rng.IntN(w.st.objects/w.st.writers)*w.st.writers + w.id
-		ok, err := w.write(ctx, kind, fmt.Sprintf("%s-%d", prefix, n))
+		ok, err := w.write(ctx, kind, w.namespaces[n%len(w.namespaces)], fmt.Sprintf("%s-%d", prefix, n))
 		if err != nil {
 			if f := w.load.failed.Add(1); f <= 5 {
 				t.Logf("writer %d: %v", w.id, err)
@@ -114,12 +116,12 @@ func (w *writer) run(ctx context.Context, t *testing.T, end time.Time) {
 	}
 }
 
-// write creates, patches or deletes kind/name (a delete followed at once by a re-create
-// under the same name, one time in ten); it returns the writes that succeeded and an
-// error the churn does not explain.
-func (w *writer) write(ctx context.Context, kind, name string) (int, error) {
+// write creates, patches or deletes kind ns/name (a delete followed at once by a
+// re-create under the same name, one time in ten); it returns the writes that succeeded
+// and an error the churn does not explain.
+func (w *writer) write(ctx context.Context, kind, ns, name string) (int, error) {
 	id := kind + "/" + name
-	obj := newObject(kind, name, w.rng.IntN(10))
+	obj := newObject(kind, ns, name, w.rng.IntN(10))
 	op := w.rng.IntN(10)
 	done := 0
 	var err error
@@ -143,7 +145,7 @@ func (w *writer) write(ctx context.Context, kind, name string) (int, error) {
 			done++
 		}
 		if op == 9 && err == nil { // re-created at once, under the same name
-			obj = newObject(kind, name, w.rng.IntN(10))
+			obj = newObject(kind, ns, name, w.rng.IntN(10))
 			if err = w.c.Create(ctx, obj); err == nil {
 				done++
 			}
@@ -151,7 +153,7 @@ func (w *writer) write(ctx context.Context, kind, name string) (int, error) {
 		}
 	}
 	if err == nil {
-		w.writes.Store(kind+"/soak/"+name+"@"+obj.GetResourceVersion(), time.Now())
+		w.writes.Store(kind+"/"+ns+"/"+name+"@"+obj.GetResourceVersion(), time.Now())
 		return done, nil
 	}
 	crdGoing := apierrors.IsForbidden(err) && strings.Contains(err.Error(), "terminating")
@@ -165,10 +167,10 @@ func (w *writer) write(ctx context.Context, kind, name string) (int, error) {
 	return done, fmt.Errorf("write %s: %w", id, err)
 }
 
-// newObject is kind/name in the soak namespace, labelled app=a<v mod 3> (the label index).
-func newObject(kind, name string, v int) client.Object {
+// newObject is kind ns/name, labelled app=a<v mod 3> (the label index).
+func newObject(kind, ns, name string, v int) client.Object {
 	labels := map[string]string{"app": "a" + strconv.Itoa(v%3), "v": strconv.Itoa(v)}
-	om := metav1.ObjectMeta{Namespace: "soak", Name: name, Labels: labels}
+	om := metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}
 	switch kind {
 	case "Pod":
 		containers := []corev1.Container{{Name: "c", Image: "busybox"}}
