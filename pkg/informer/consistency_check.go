@@ -362,7 +362,7 @@ func (s *SharedIndexInformer) storeMeta(key string) (serverMeta, bool) {
 // compare returns the drift candidates of the store against server, listed at
 // RV listRV, as far as the store's RV (read once, before) proves them.
 func (s *SharedIndexInformer) compare(server map[string]serverMeta, listRV uint64) (missing, extra, stale []string) {
-	at, _ := parseRV(s.LastSyncResourceVersion())
+	at, _ := parseRV(s.indexer.LastStoreSyncResourceVersion())
 	for key, sm := range server {
 		if d := s.classify(key, sm, true, at); d != "" {
 			if d == DriftMissing {
@@ -376,7 +376,7 @@ func (s *SharedIndexInformer) compare(server map[string]serverMeta, listRV uint6
 		if _, ok := server[key]; ok {
 			continue
 		}
-		if s.classify(key, serverMeta{}, false, at) == DriftExtra && s.extraAt(key, listRV) {
+		if at >= listRV && s.classify(key, serverMeta{}, false, at) == DriftExtra && s.extraAt(key, listRV) {
 			extra = append(extra, key)
 		}
 	}
@@ -387,7 +387,7 @@ func (s *SharedIndexInformer) compare(server map[string]serverMeta, listRV uint6
 func (s *SharedIndexInformer) recheck(server map[string]serverMeta, listRV uint64,
 	missing, extra, stale []string,
 ) (m2, e2, s2 []string) {
-	at, _ := parseRV(s.LastSyncResourceVersion())
+	at, _ := parseRV(s.indexer.LastStoreSyncResourceVersion())
 	for _, key := range missing {
 		if s.classify(key, server[key], true, at) == DriftMissing {
 			m2 = append(m2, key)
@@ -453,6 +453,6 @@ func (s *SharedIndexInformer) missingConfirmed(
 		return false
 	}
 	rv, _ := parseRV(m.ResourceVersion)
-	at, _ := parseRV(s.LastSyncResourceVersion())
+	at, _ := parseRV(s.indexer.LastStoreSyncResourceVersion())
 	return rv <= at
 }
