@@ -109,7 +109,8 @@ func testSeed(t *testing.T) uint64 {
 // drives a Fake apiserver (the model) with random creates, updates, deletes,
 // watch closes (disconnects), compactions (410 → relist with tombstones),
 // bookmarks and expiring continue tokens, with the initial list and relists
-// paginated or streamed (WatchList), and checks the invariants of DESIGN.md:
+// paginated or streamed (WatchList), and checks the invariants of
+// docs/architecture.md (1, 2 and 3):
 // after quiescence the store equals the server (no loss, no ghosts); each
 // handler's last-seen state per key equals the server; no handler sees an
 // Add of a present key, an Update or Delete of an absent one, or any event

@@ -1,19 +1,43 @@
 // Package informer is deltacache's own implementation of the client-go
-// informer machinery, one stage per file in data-path order:
+// informer machinery: Reflector → DeltaFIFO → Indexer → SharedIndexInformer,
+// with compact storage (objects held encoded) on the way. The design of
+// record — the data path stage by stage, the package map, the vocabulary and
+// the invariants with the tests that pin them — is docs/architecture.md in
+// the repository.
 //
-//	listwatch.go      ListerWatcher adapters (typed REST, dynamic, metadata-only)
-//	reflector.go      Reflector: list → Replace, then Watch from the list's RV
-//	watch_list.go     the Reflector's streaming list (WatchList, the default)
-//	backoff.go        the Reflector's retry delays
-//	errors.go         ListWatchError and the classification of list/watch failures
-//	delta_fifo.go     DeltaFIFO: key → Deltas, queue of keys, bounded per key
-//	indexer.go        Indexer: thread-safe store with indexes, lock-free reads
-//	shard_table.go    the Indexer's content: per-key cells in copy-on-write hash shards
-//	hash_trie.go      the persistent hash trie (CHAMP) of the Indexer's indexes
-//	table.go          a dense key → object table (collects a WatchList stream)
-//	informer.go       SharedIndexInformer: the pop loop (store first, then handlers), resync
-//	handler_queue.go  HandlerRegistration: one goroutine and one coalescing queue per handler
-//	metrics.go        Prometheus metrics of the pipeline
+// Its files, in data-path order:
+//
+//	listwatch.go              ListerWatcher adapters (typed REST, dynamic, metadata-only)
+//	gvk_watch.go              a metadata watch that sets the GVK on every event
+//	reflector.go              Reflector: Run, ListAndWatch, the paginated list, install, the watch
+//	backoff.go                the Reflector's retry delays
+//	errors.go                 ListWatchError, the Reasons, resourceVersion comparison
+//	progress.go               logging of a long list's progress
+//	watch_list.go             the streamed list (WatchList, the default)
+//	table.go                  a dense key → object table: collects a WatchList relist
+//	initial_stream.go         the first list, handed to the DeltaFIFO in parts as it arrives
+//	reflector_shard.go        the Reflector's shard selector: request option and filter
+//	encoded_object.go         early encoding: the Reflector's objects encoded before the queue
+//	compact_store.go          the Indexer's compact side: encode, decode, lazy handler objects, GetInto
+//	storage_codec.go          StorageCodec, DecoderInto and the protobuf codec
+//	quantity_restore.go       puts back the Quantity string caches a protobuf Marshal fills
+//	protobuf_decoder.go       the plan-driven protobuf decoder (strings alias the stored bytes)
+//	protobuf_plan.go          the decoder's per-type plans
+//	cbor_codec.go             the CBOR codecs (typed CRD types, unstructured objects)
+//	delta_fifo.go             DeltaFIFO: key → Deltas, queue of keys, bounded per key; Replace, popBatch
+//	delta_fifo_filter.go      the DeltaFIFO's admission filter and Evicted deltas (sharding)
+//	informer.go               SharedIndexInformer: the pop loop (store first, then handlers), resync
+//	indexer_batch.go          the pop loop's write path: batches, and relists applied whole
+//	indexer.go                Indexer: lock-free reads, single writes, Replace, AddIndexers
+//	shard_table.go            the Indexer's content: per-key cells in copy-on-write hash shards
+//	hash_trie.go              the persistent hash trie (CHAMP) of the Indexer's indexes
+//	handler_queue.go          HandlerRegistration: one goroutine and one merging queue per handler
+//	informer_shard.go         moving a running informer to another shard selector
+//	shard_selector.go         ShardSelector and HashRange: KEP-5866's selector, hash and matching
+//	shard_selector_server.go  what the API server accepts: selector length, coarsening
+//	consistency_check.go      the drift check: the store compared with a metadata-only LIST
+//	metrics.go                Prometheus metrics of the pipeline and of each handler
+//	doc.go                    this overview
 //
 // Tests use the scriptable fake ListerWatcher of package informertest.
 //
@@ -21,15 +45,17 @@
 // ResourceEventHandler, ResourceEventHandlerRegistration, DoneChecker,
 // DeletedFinalStateUnknown, Indexers, TransformFunc, Store, Indexer,
 // SharedIndexInformer, Controller) so that it plugs into controller-runtime,
-// but none of client-go's machinery behind them. It knows nothing of
-// controller-runtime.
+// but none of client-go's machinery behind them (a client-go Reflector is
+// built, never run, only as the argument client-go's WatchErrorHandler type
+// takes). It knows nothing of controller-runtime.
 //
 // # Semantics shared with client-go (v0.37)
 //
 //   - The Reflector lists (streaming the list through a watch when the server
-//     supports it, as client-go does by default since v0.35), Replaces the
-//     store with the list, then watches from the list's resourceVersion with
-//     bookmarks; a watch that ends normally is re-opened from the last RV;
+//     supports it, as client-go does by default since v0.35), installs the
+//     list (the first one is handed to the store as it arrives, see
+//     initial_stream.go; a relist Replaces it whole), then watches from the
+//     list's resourceVersion with bookmarks; a watch that ends normally is re-opened from the last RV;
 //     410 Expired/Gone or "too large resource version" (as a status cause,
 //     or only in the message from older servers) causes a relist, at once
 //     the first time in a minute, else after the backoff; other errors back
@@ -51,6 +77,20 @@
 //   - The transform runs exactly once per received object (in the Reflector,
 //     as it is received: listed, streamed or watched), before it is queued;
 //     never on bookmarks, tombstones or resyncs.
+//
+// # Compact storage
+//
+// With Options.StorageCodec set, the store holds objects encoded and decodes
+// them on every read, which replaces the deep copy a reader makes anyway.
+// The encoding happens early: the Reflector encodes each object right after
+// the transform, with its index values (encoded_object.go), so a list of N
+// objects is never held decoded at once and the encoding runs on the
+// Reflector's goroutine. A listed object is queued as bytes only; a watched
+// one also keeps its decoded object, which handlers receive as is. A
+// handler's old object (of an update) is decoded only when a handler is
+// about to receive it. An object the codec cannot encode is stored decoded
+// and deep-copied on read. Indexer.GetInto decodes straight into the
+// caller's object.
 //
 // # Where we go beyond client-go
 //
@@ -126,7 +166,8 @@
 // not installed (ReasonStaleList). A continue token that expires mid-list
 // restarts one unpaginated consistent list instead of stitching snapshots.
 // The store's LastStoreSyncResourceVersion is the RV its content reflects:
-// set by Replace, and by the DeltaFIFO when it drains.
+// the newest RV of the objects applied, and, when the DeltaFIFO drains, the
+// last RV it received (a list's or a bookmark's).
 //
 // Errors are values. Every list/watch error is a *ListWatchError with a
 // Reason (Forbidden, NotFound, Expired, TooLargeResourceVersion, Transport,
@@ -154,8 +195,10 @@
 // List, ByIndex and the other reads only do atomic loads; an update stores
 // a new record in the key's cell (refiling the cell only if an index value
 // changed), an add or delete also replaces one small shard; writers
-// serialise on a mutex readers never take; Replace and AddIndexers build a
-// whole new table and publish it at once. A read sees every write that
+// serialise on a mutex readers never take; the pop loop writes in batches
+// (indexer_batch.go), a relist as a private copy of the table published at
+// once; Replace and AddIndexers build a whole new table and publish it at
+// once. A read sees every write that
 // returned before it started; a List racing with writes may reflect some of
 // them and not others, never a torn object, and ByIndex returns only objects
 // filed under the value when read. A lock is not the only way to starve the
@@ -176,10 +219,11 @@
 //
 // WatchList by default, never an endless wait. The initial list and every
 // relist are streamed (a watch with sendInitialEvents=true,
-// resourceVersionMatch=NotOlderThan and bookmarks at RV "", KEP-3157),
-// collecting transformed objects until the bookmark annotated
-// k8s.io/initial-events-end, then Replaced like a LIST; the stream goes on as
-// the watch. Our adapters pass these parameters through the REST, dynamic
+// resourceVersionMatch=NotOlderThan and bookmarks at RV "", KEP-3157) until
+// the bookmark annotated k8s.io/initial-events-end: the first list's
+// transformed objects are handed to the DeltaFIFO in chunks of 256 as they
+// arrive, a relist's are collected (table.go) and Replaced as a LIST's would
+// be; the stream goes on as the watch. Our adapters pass these parameters through the REST, dynamic
 // and metadata clients (the metadata adapter stamps the GVK on streamed
 // events too) and opt out (IsWatchListSemanticsUnSupported) when bookmarks
 // are disabled, since the server then never sends the end bookmark

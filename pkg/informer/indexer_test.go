@@ -244,8 +244,8 @@ func TestIndexerConcurrentReadersAndWriter(t *testing.T) {
 	}
 }
 
-// TestReadsNeverTakeTheWriterLock pins the structure behind DESIGN.md
-// invariant 6: every read completes while the writer's mutex is held, so no
+// TestReadsNeverTakeTheWriterLock pins the structure behind invariant 6 of
+// docs/architecture.md: every read completes while the writer's mutex is held, so no
 // reader holds anything a writer could wait for. (Throughput under readers:
 // test/bench BenchmarkStoreUpdate and `make bench` section B4.)
 func TestReadsNeverTakeTheWriterLock(t *testing.T) {
