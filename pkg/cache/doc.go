@@ -25,16 +25,21 @@ limitations under the License.
 //		NewCache: dcache.NewWith(dcache.WithLabelIndexes("app")),
 //	})
 //
-// The cache owns one informer per (GroupVersionKind, shape), where the shape is the Go
+// The design of record — the data path from the API server's response to a Get, the
+// package map, the vocabulary and the invariants with the tests that pin them — is
+// docs/architecture.md in the repository.
+//
+// The cache owns one informer per (GroupVersionKind, shape, scope). The shape is the Go
 // type the caller asked for: a typed object from the Scheme (listed and watched through
 // a REST client, protobuf for built-in types), *unstructured.Unstructured (dynamic
-// client) or *metav1.PartialObjectMetadata (metadata client). Informers come from
+// client) or *metav1.PartialObjectMetadata (metadata client). The scope is a namespace,
+// or all of them, as DefaultNamespaces and ByObject configure. Informers come from
 // deltacache's own pkg/informer (Reflector → DeltaFIFO → Indexer → SharedIndexInformer);
 // they are created lazily on the first Get, List, GetInformer or IndexField of a kind,
 // started with the cache, and can be removed with RemoveInformer.
 //
 // Reads follow controller-runtime's CacheReader: Get and List return deep copies unless
-// UnsafeDisableDeepCopy is set, NotFound errors name the kind, MatchingFields needs an
+// UnsafeDisableDeepCopy is set (under compact storage, objects decoded for the caller), NotFound errors name the kind, MatchingFields needs an
 // index registered with IndexField ("field:<name>", values "<ns>/<v>" and
 // "__all_namespaces/<v>"). Beyond controller-runtime, label keys declared with
 // WithLabelIndexes are indexed for every kind as "label:<key>", and a List whose label
@@ -93,8 +98,12 @@ limitations under the License.
 // runs once per received object), metadata.managedFields are stripped
 // (WithKeepManagedFields keeps them). Under the default StorageAuto, built-in kinds and
 // metadata-only objects are then held encoded as protobuf and unstructured objects as
-// CBOR (compact storage), and every read decodes them, which replaces the deep copy;
-// typed CRD kinds are held decoded, with repeated metadata strings — namespace,
+// CBOR (compact storage), and every read decodes them, which replaces the deep copy: a
+// List decodes each candidate its index (or a scan) yields before the label selector
+// filters them, so a List that no index narrows decodes every object of the kind in
+// its namespaces. Kinds read with UnsafeDisableDeepCopy, and every kind while the
+// mutation detector is on, are held decoded under StorageAuto; typed CRD kinds are
+// held decoded, with repeated metadata strings — namespace,
 // generateName, label keys and values, annotation keys, owner references — interned in
 // a bounded table shared by the cache's informers (WithoutStringInterning turns that
 // off). WithStorage and WithStorageFor choose per kind (StorageCompact, StorageDecoded);
@@ -122,4 +131,35 @@ limitations under the License.
 // *MutationError, with a diff of the fields that changed, when a cached object no
 // longer equals its copy: on the next read of it, when a newer version arrives,
 // periodically, and on CheckMutations.
+//
+// # Files
+//
+//	cache.go                     Cache, New, NewWith, GetInformer*, RemoveInformer, Start, WaitForCacheSync
+//	config.go                    Config and its With* options (deltacache's own settings)
+//	storage.go                   StorageMode, WithStorage*, the codec of each kind
+//	sharding.go                  Sharding, WithSharding: the ring and the shard selector of each kind
+//	sharding_namespace.go        sharding by namespace: following the Namespaces, NamespaceDebounce
+//	sharding_get.go              a sharded Get of an absent key: NotFound or ErrNotInShard
+//	sharding_reconciler.go       ShardedReconciler: no key reconciled by two replicas at once
+//	drift_check.go               WithConsistencyCheck: the drift check's metadata-only list
+//	scope.go                     the watch scopes of a kind (ByObject → DefaultNamespaces → defaults)
+//	listwatch.go                 newEntry, the informer factory: ListerWatcher, codec, transform, indexes
+//	informers.go                 shapes, entries and the informer map; waiting for a scope's sync
+//	multi_namespace_informer.go  the informer GetInformer returns for several namespaces
+//	missing_kinds.go             a blocking GetInformer waiting for a kind not served yet
+//	transform.go                 the store transform: TypeMeta, user transform, managedFields, interning
+//	intern.go                    the bounded table of shared metadata strings
+//	reader.go                    Get and List: scope, wait, path (index or scan), copy
+//	list_items.go                filling a List's Items (deep copies written in place)
+//	field_index.go               IndexField, "field:<name>" indexes and their lookups
+//	label_index.go               "label:<key>" indexes (WithLabelIndexes) and their lookups
+//	stats.go                     ListStats: the path each List took, and its counter
+//	consistency.go               read your writes: WaitForResourceVersion, WaitForDeletion
+//	sync_errors.go               errors that keep informers from syncing: SyncError, SyncErrors
+//	health.go                    ReadyzCheck and HealthzCheck
+//	mutation_detector.go         the mutation detector and MutationError
+//	handler_label.go             the metric label of a controller-runtime handler
+//	metrics.go                   the informers' metrics registered with controller-runtime's registry
+//	apiserver_bytes.go           the bytes read from the API server, counted
+//	doc.go                       this overview
 package cache
