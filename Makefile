@@ -273,7 +273,7 @@ $(CONTROLLER_GEN): $(LOCALBIN)
 	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver and etcd for envtest into ~/.cache/deltacache/envtest/ (about 10 minutes cold, once per machine).
+envtest: ## Build kube-apiserver and etcd for envtest into ~/.cache/deltacache/envtest/ (10–15 minutes cold, once per machine).
 	@ENVTEST_K8S_VERSION="$(ENVTEST_K8S_VERSION)" bash hack/envtest-binaries.sh "$(LOCALBIN)" >/dev/null
 
 .PHONY: golangci-lint

@@ -19,7 +19,7 @@
 # The build happens in a throwaway wrapper module outside the project's go.mod: the
 # kubernetes and etcd modules carry replace directives that `go install pkg@version`
 # refuses, and a wrapper module ignores a dependency's replaces. A cold build takes
-# about 10 minutes on 2 cores; a warm call is a no-op.
+# 10–15 minutes on 2 cores; a warm call is a no-op.
 set -euo pipefail
 
 K8S_VERSION="${ENVTEST_K8S_VERSION:-1.37.2}"
@@ -59,7 +59,7 @@ if ! complete "$CACHED"; then
   export GOWORK=off GOFLAGS=-mod=mod GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
   work="$(mktemp -d "${TMPDIR:-/tmp}/deltacache-envtest.XXXXXX")"
   trap 'rm -rf "$work"' EXIT
-  log "building kube-apiserver v${K8S_VERSION} and etcd from the Go module proxy in ${work} (about 10 minutes cold)"
+  log "building kube-apiserver v${K8S_VERSION} and etcd from the Go module proxy in ${work} (10–15 minutes cold on 2 cores)"
 
   # `go mod download -json` reports a failure in the JSON's Error field (stdout) and exits 1;
   # read both before deciding, so that the go command's reason reaches the user.

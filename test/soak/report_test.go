@@ -166,6 +166,7 @@ func (r report) markdown(otherRuns []string) string {
 	b.WriteString("Faults, in the order of the table above: cuts / blackholes / slow links / kube-apiserver " +
 		"restarts / etcd compactions / RBAC revocations / CRD re-creations. Writes: total (per second over the " +
 		"run; per second while the kube-apiserver was up).\n\n")
+	b.WriteString(runsNote)
 	b.WriteString("| seed | duration | result | writes | faults | relists | watches opened | Forbidden errors | " +
 		"largest write→cache | converged after | heap in use (max) | final differences |\n")
 	b.WriteString("| ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
@@ -259,6 +260,13 @@ connections, so the watches resume from a resourceVersion older than the compact
 The relists of cause "shard" are the replicas' hand-offs (a slot's objects listed by
 the replica that takes it); those of cause "drift" are the consistency check's.
 `
+
+// runsNote says what the rows of earlier configurations measured.
+const runsNote = "Seeds 1–4 ran before the soak was sharded: one cache, no consistency check. In runs 1–3 each " +
+	"writer had one rate limiter per kind (up to 60 writes/s a writer), so the machine, not the rate asked, held the " +
+	"writers; from run 4 on, each writer has one limiter for all its requests (`rest.Config.RateLimiter`). From run 6 " +
+	"on, the largest write→cache counts the first time any replica's informer saw a write; run 5 also counted the " +
+	"adds of a hand-off, which deliver objects written minutes before.\n\n"
 
 // A run replaces its seed's row of the runs table and keeps the other seeds' rows.
 func TestReportKeepsTheRunsOfOtherSeeds(t *testing.T) {

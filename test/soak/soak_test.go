@@ -116,11 +116,13 @@ type recorder struct {
 	events   atomic.Int64
 	kind     string
 	writes   *sync.Map // kind/key@rv → time written
+	seen     *sync.Map // role|kind/key@rv, shared by the replicas: a write is timed when first seen
+	role     string    // the informer's name (pods, configmaps (metadata), ...)
 	maxDelay atomic.Int64
 }
 
-func newRecorder(kind string, writes *sync.Map) *recorder {
-	return &recorder{seq: map[string][]event{}, kind: kind, writes: writes}
+func newRecorder(role, kind string, writes, seen *sync.Map) *recorder {
+	return &recorder{seq: map[string][]event{}, kind: kind, writes: writes, seen: seen, role: role}
 }
 
 func (r *recorder) note(typ string, obj any) {
@@ -132,7 +134,10 @@ func (r *recorder) note(typ string, obj any) {
 		return
 	}
 	key := m.GetNamespace() + "/" + m.GetName()
-	if at, ok := r.writes.Load(r.kind + "/" + key + "@" + m.GetResourceVersion()); ok && typ != "delete" {
+	written := r.kind + "/" + key + "@" + m.GetResourceVersion()
+	// A hand-off adds objects written long before to the replica that takes their slot:
+	// only the first replica to see a write times it.
+	if at, ok := r.writes.Load(written); ok && typ != "delete" && !r.firstSeen(written) {
 		d := int64(time.Since(at.(time.Time)))
 		for {
 			cur := r.maxDelay.Load()
@@ -145,6 +150,12 @@ func (r *recorder) note(typ string, obj any) {
 	r.mu.Lock()
 	r.seq[key] = append(r.seq[key], event{typ: typ, uid: string(m.GetUID()), rv: m.GetResourceVersion(), at: time.Now()})
 	r.mu.Unlock()
+}
+
+// firstSeen reports whether an informer of this role on some replica saw the write before.
+func (r *recorder) firstSeen(written string) bool {
+	_, loaded := r.seen.LoadOrStore(r.role+"|"+written, struct{}{})
+	return loaded
 }
 
 func (r *recorder) OnAdd(obj any, _ bool) { r.note("add", obj) }
@@ -183,7 +194,7 @@ func panickyHandler() toolscache.ResourceEventHandler {
 
 // watchAll starts the informers under test, each with a recording, a slow and a
 // panicking handler.
-func watchAll(ctx context.Context, t *testing.T, c crcache.Cache, writes *sync.Map) []*watched {
+func watchAll(ctx context.Context, t *testing.T, c crcache.Cache, writes, seen *sync.Map) []*watched {
 	t.Helper()
 	metaCM := &metav1.PartialObjectMetadata{}
 	metaCM.SetGroupVersionKind(cmGVK)
@@ -207,7 +218,7 @@ func watchAll(ctx context.Context, t *testing.T, c crcache.Cache, writes *sync.M
 			t.Fatalf("%s: %v", w.name, err)
 		}
 		wi := &watched{name: w.name, gvk: w.gvk, inf: i.(*informer.SharedIndexInformer),
-			rec: newRecorder(w.gvk.Kind, writes)}
+			rec: newRecorder(w.name, w.gvk.Kind, writes, seen)}
 		for _, h := range []toolscache.ResourceEventHandler{wi.rec, slowHandler(), panickyHandler()} {
 			if _, err := wi.inf.AddEventHandler(h); err != nil {
 				t.Fatal(err)
@@ -264,14 +275,14 @@ func TestSoak(t *testing.T) {
 
 	goroutinesBefore := runtime.NumGoroutine()
 	cacheCtx, stopCaches := context.WithCancel(ctx)
-	writes := &sync.Map{}
+	writes, seen := &sync.Map{}, &sync.Map{}
 	var replicas []*replica
 	cacheDone := make(chan error, len(ids))
 	var following sync.WaitGroup
 	for _, id := range ids {
 		r := newReplica(ctx, t, cp, st, id)
 		go func() { cacheDone <- r.cache.Start(cacheCtx) }()
-		r.informers = watchAll(ctx, t, r.cache, writes)
+		r.informers = watchAll(ctx, t, r.cache, writes, seen)
 		following.Go(func() { r.followRing(cacheCtx) })
 		replicas = append(replicas, r)
 	}
