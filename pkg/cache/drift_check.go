@@ -19,37 +19,12 @@ package cache
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/deltacache/deltacache/pkg/informer"
 )
-
-// WithConsistencyCheck turns on the production consistency checker
-// (Config.ConsistencyCheckInterval): every interval (plus up to 10%), each informer
-// lists its scope — namespace, selectors and, for a sharded kind (WithSharding), this
-// replica's shard — as metadata only (pages of the cache's ListPageSize, default 500,
-// RV "": a consistent read from etcd) and compares uid and resourceVersion per key with
-// its store. Drift (objects missing, extra or stale) is counted in
-// deltacache_consistency_drift_objects_total, logged in one line naming up to three keys
-// of each kind, and healed by a relist at once; checks are counted by result in
-// deltacache_consistency_checks_total. It catches watch streams that lose events
-// without breaking (proxies, aggregated API servers), which nothing else detects. Cost
-// per check and informer of N objects: ⌈N/500⌉ LIST requests and the metadata of N
-// objects (docs/consistency-check.md has measured figures); choose an interval of
-// minutes. interval ≤ 0 turns it off.
-//
-// With sharding, N is the replica's share when the server filters by shard selector
-// (the ShardedListAndWatch gate), and every object of the kind when it does not (the
-// check then filters what it receives, as the informer does); a check that falls while
-// the replica's shard changes is skipped, not counted (see informer.ConsistencyCheck).
-func WithConsistencyCheck(interval time.Duration) Option {
-	return func(c *Config) {
-		c.ConsistencyCheckInterval = interval
-	}
-}
 
 // consistencyCheck is the informer option of one scope of a kind: metadata-only LIST
 // (informer.NewMetadataListWatch, with the scope's namespace and selectors; the

@@ -27,55 +27,6 @@ import (
 	"github.com/deltacache/deltacache/pkg/informer"
 )
 
-// StorageMode is how the cache holds the objects of a kind.
-type StorageMode string
-
-const (
-	// StorageAuto (the zero value) holds objects compact where that wins, measured
-	// (docs/benchmarks.md): built-in kinds as protobuf, metadata-only objects as
-	// protobuf, unstructured objects as CBOR; typed objects of kinds without protobuf
-	// (CRD types) decoded. A kind read with UnsafeDisableDeepCopy (by its ByObject,
-	// DefaultNamespaces entry or DefaultUnsafeDisableDeepCopy) is held decoded: its
-	// readers chose to share the cache's objects. So is every kind while the mutation
-	// detector is on (Config.MutationDetector): it looks for code that modifies objects
-	// shared with the cache, and only decoded storage shares them.
-	StorageAuto StorageMode = ""
-	// StorageCompact holds the kind's objects encoded whatever its shape (typed CRD
-	// types as CBOR) and also when it is read with UnsafeDisableDeepCopy.
-	StorageCompact StorageMode = "Compact"
-	// StorageDecoded holds the kind's objects decoded, as controller-runtime's cache.
-	StorageDecoded StorageMode = "Decoded"
-)
-
-// WithStorage sets how every kind's objects are held (see Config.Storage).
-func WithStorage(mode StorageMode) Option {
-	return func(c *Config) { c.Storage = mode }
-}
-
-// WithoutCompactStorage holds every kind's objects decoded, as controller-runtime's
-// cache does (WithStorage(StorageDecoded)); StorageFor entries still apply.
-func WithoutCompactStorage() Option { return WithStorage(StorageDecoded) }
-
-// WithStorageFor sets how the objects of the kinds of objs are held, overriding
-// Config.Storage for them (see Config.StorageFor). The kind is the object's GVK, as
-// for controller-runtime's ByObject: it applies to the typed, unstructured and
-// metadata-only informers of that kind. Several calls accumulate; a later one wins.
-func WithStorageFor(mode StorageMode, objs ...client.Object) Option {
-	return func(c *Config) {
-		if c.StorageFor == nil {
-			c.StorageFor = map[client.Object]StorageMode{}
-		}
-		for _, obj := range objs {
-			c.StorageFor[obj] = mode
-		}
-	}
-}
-
-// validStorageMode reports whether m is one of the StorageModes.
-func validStorageMode(m StorageMode) bool {
-	return m == StorageAuto || m == StorageCompact || m == StorageDecoded
-}
-
 // resolveStorageFor maps Config.StorageFor to GVKs with scheme.
 func resolveStorageFor(byObj map[client.Object]StorageMode, scheme *runtime.Scheme) (map[schema.GroupVersionKind]StorageMode, error) {
 	out := make(map[schema.GroupVersionKind]StorageMode, len(byObj))

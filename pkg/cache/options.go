@@ -28,7 +28,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/shard"
 )
+
+// This file holds every setting of the cache: Config (deltacache's own settings, next
+// to controller-runtime's cache.Options, which NewWith's function takes as it is), the
+// Options that set it, the storage modes, sharding's settings, the defaults and their
+// validation. The code they configure lives in the files of their concern (storage.go,
+// drift_check.go, sharding*.go, ...).
 
 // Config holds deltacache's own settings, the ones controller-runtime's cache.Options has
 // no field for. The zero value is valid and gives controller-runtime's behaviour plus
@@ -244,6 +251,158 @@ func WithMutationDetector(period time.Duration, onMutation func(err error)) Opti
 	}
 }
 
+// StorageMode is how the cache holds the objects of a kind.
+type StorageMode string
+
+const (
+	// StorageAuto (the zero value) holds objects compact where that wins, measured
+	// (docs/benchmarks.md): built-in kinds as protobuf, metadata-only objects as
+	// protobuf, unstructured objects as CBOR; typed objects of kinds without protobuf
+	// (CRD types) decoded. A kind read with UnsafeDisableDeepCopy (by its ByObject,
+	// DefaultNamespaces entry or DefaultUnsafeDisableDeepCopy) is held decoded: its
+	// readers chose to share the cache's objects. So is every kind while the mutation
+	// detector is on (Config.MutationDetector): it looks for code that modifies objects
+	// shared with the cache, and only decoded storage shares them.
+	StorageAuto StorageMode = ""
+	// StorageCompact holds the kind's objects encoded whatever its shape (typed CRD
+	// types as CBOR) and also when it is read with UnsafeDisableDeepCopy.
+	StorageCompact StorageMode = "Compact"
+	// StorageDecoded holds the kind's objects decoded, as controller-runtime's cache.
+	StorageDecoded StorageMode = "Decoded"
+)
+
+// WithStorage sets how every kind's objects are held (see Config.Storage).
+func WithStorage(mode StorageMode) Option {
+	return func(c *Config) { c.Storage = mode }
+}
+
+// WithoutCompactStorage holds every kind's objects decoded, as controller-runtime's
+// cache does (WithStorage(StorageDecoded)); StorageFor entries still apply.
+func WithoutCompactStorage() Option { return WithStorage(StorageDecoded) }
+
+// WithStorageFor sets how the objects of the kinds of objs are held, overriding
+// Config.Storage for them (see Config.StorageFor). The kind is the object's GVK, as
+// for controller-runtime's ByObject: it applies to the typed, unstructured and
+// metadata-only informers of that kind. Several calls accumulate; a later one wins.
+func WithStorageFor(mode StorageMode, objs ...client.Object) Option {
+	return func(c *Config) {
+		if c.StorageFor == nil {
+			c.StorageFor = map[client.Object]StorageMode{}
+		}
+		for _, obj := range objs {
+			c.StorageFor[obj] = mode
+		}
+	}
+}
+
+// WithConsistencyCheck turns on the production consistency checker
+// (Config.ConsistencyCheckInterval): every interval (plus up to 10%), each informer
+// lists its scope — namespace, selectors and, for a sharded kind (WithSharding), this
+// replica's shard — as metadata only (pages of the cache's ListPageSize, default 500,
+// RV "": a consistent read from etcd) and compares uid and resourceVersion per key with
+// its store. Drift (objects missing, extra or stale) is counted in
+// deltacache_consistency_drift_objects_total, logged in one line naming up to three keys
+// of each kind, and healed by a relist at once; checks are counted by result in
+// deltacache_consistency_checks_total. It catches watch streams that lose events
+// without breaking (proxies, aggregated API servers), which nothing else detects. Cost
+// per check and informer of N objects: ⌈N/500⌉ LIST requests and the metadata of N
+// objects (docs/consistency-check.md has measured figures); choose an interval of
+// minutes. interval ≤ 0 turns it off.
+//
+// With sharding, N is the replica's share when the server filters by shard selector
+// (the ShardedListAndWatch gate), and every object of the kind when it does not (the
+// check then filters what it receives, as the informer does); a check that falls while
+// the replica's shard changes is skipped, not counted (see informer.ConsistencyCheck).
+func WithConsistencyCheck(interval time.Duration) Option {
+	return func(c *Config) {
+		c.ConsistencyCheckInterval = interval
+	}
+}
+
+// Sharding splits the objects of some kinds among the replicas of an operator (see
+// WithSharding).
+type Sharding struct {
+	// Ring is the replicas' Lease ring: Namespace, Name (shared by the replicas) and
+	// Identity (this replica's, e.g. its pod name) are required; LeaseDuration and
+	// RenewInterval default as in pkg/shard. Clock and Logger: zero values are fine.
+	Ring shard.Options
+	// ByUID are the kinds sharded by object uid (objects that stand alone), keyed like
+	// controller-runtime's ByObject: every shape (typed, unstructured, metadata-only)
+	// and every namespace scope of the kind. The other kinds are cached whole by every
+	// replica. ByUID and ByNamespace together need at least one kind, and a kind may
+	// be in only one of them.
+	ByUID []client.Object
+	// ByNamespace are the kinds sharded by namespace (see WithSharding): every object
+	// of a namespace goes to the replica that serves the namespace's slot
+	// (shard.SlotOfNamespace), so that kinds a reconciler reads together (an App and
+	// its Pods) stay together. Keyed like ByUID. Namespaced kinds only: a
+	// cluster-scoped kind here is an error of New (when the RESTMapper knows the kind
+	// then) or of the first informer of the kind.
+	ByNamespace []client.Object
+}
+
+// WithSharding makes this replica cache only its share of the kinds of s.ByUID and
+// s.ByNamespace. The replicas form a ring of coordination.k8s.io Leases in
+// s.Ring.Namespace (the cache needs get, list, create, update and delete on leases
+// there, and list and watch on namespaces with ByNamespace) and split the hash space
+// among themselves (pkg/shard); each sharded informer lists and watches
+// with the shardSelector of this replica's slots (KEP-5866), and filters on the
+// client when the server does not honour it (no ShardedListAndWatch feature gate:
+// memory shrinks, traffic does not). The ring runs with the cache (Start).
+//
+// Until the ring grants it slots, a replica's sharded informers hold nothing (they
+// sync empty). When the replica's share changes, objects that leave it are dropped
+// without a Delete notification to handlers (a hand-off is not a deletion) before the
+// ring records their release, and objects that enter it are delivered as Adds;
+// another replica serves a slot only after its owner released it or the owner's
+// Lease expired. When Start's context ends, the replica leaves the ring (its Lease is
+// deleted), so the others take its slots over at once. Reconcilers of sharded kinds
+// wrapped with ShardedReconciler skip requests of slots not served, and a slot is
+// released only once their reconciles of it have returned.
+//
+// Namespace sharding. The server's hash of a namespace name clusters (names that
+// differ in their last characters hash close together), so ranges of it cannot
+// balance; instead namespaces go to replicas by shard.SlotOfNamespace, and the cache
+// watches Namespaces (one metadata-only, cluster-wide informer of its own: RBAC list
+// and watch on namespaces) to give each informer of s.ByNamespace the selector of
+// exactly the namespaces it owns: one one-hash range per namespace, sorted, equal
+// hashes merged. A namespace created or deleted later changes that selector, which
+// costs one relist of the namespace-sharded informers on the replica that owns it
+// (the others' selectors do not change); changes are coalesced for
+// NamespaceDebounce, so that a burst of namespaces costs one relist, not one per
+// namespace. A change of the served slots applies at once. Objects of namespaces this
+// replica does not own are never held (the client-side filter drops them when the
+// server does not honour the selector). A selector longer than the server accepts
+// (informer.MaxShardSelectorLength: about 1,170 namespaces owned by one replica) is
+// sent coarsened, the client filtering the rest (see informer.ShardSelector.ForServer).
+//
+// Reads: List of a sharded kind returns this replica's share. Get of a key that is not
+// in the store returns NotFound (apierrors.IsNotFound; client.IgnoreNotFound takes it)
+// where the replica would hold the object if it existed, and an error wrapping
+// ErrNotInShard where it cannot know:
+//   - by namespace, NotFound when the informer holds the key's namespace (the replica
+//     serves its slot, and the relist that brought the namespace in has been handed to the store),
+//     or when the replica serves the slot of a namespace that does not exist (as of the
+//     Namespace informer); ErrNotInShard for another replica's namespace, and for a
+//     namespace this replica owns but does not hold yet: one created within
+//     NamespaceDebounce, or whose relist is under way (the cache cannot tell an object
+//     it has not received from an absent one). So a reconciler written the scaffolded
+//     way forgets a deleted object of its share.
+//   - by uid, NotFound only while the replica serves every slot (alone in its ring):
+//     a key carries no uid, so the cache cannot tell "in another replica's share" from
+//     "absent". Not even for an object it held and saw deleted: a new object of the same
+//     name may have a uid of another share, which this replica never receives, so a
+//     remembered deletion could claim NotFound for an object that exists. Wrap the
+//     reconciler with ShardedReconciler (it skips requests of keys not held) or treat
+//     ErrNotInShard as NotFound.
+//
+// ErrNotInShard does not satisfy apierrors.IsNotFound on purpose: code that creates an
+// object when a Get says NotFound would create one that exists in another replica's
+// share.
+func WithSharding(s Sharding) Option {
+	return func(c *Config) { c.Sharding = &s }
+}
+
 // storageEnv is the environment variable that sets Config.Storage of every cache
 // built while it is "Compact" or "Decoded" and whose Config.Storage is StorageAuto:
 // `DELTACACHE_STORAGE=Decoded go test ./...` runs a whole suite with compact storage
@@ -301,4 +460,9 @@ func (c Config) complete() (Config, error) {
 	}
 	c.LabelIndexes = keys
 	return c, nil
+}
+
+// validStorageMode reports whether m is one of the StorageModes.
+func validStorageMode(m StorageMode) bool {
+	return m == StorageAuto || m == StorageCompact || m == StorageDecoded
 }
