@@ -27,6 +27,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deltacache/deltacache/pkg/informer"
 )
 
 // AllNamespacesIndexPrefix is the namespace part of the index values that match an
@@ -121,7 +123,7 @@ func validateFieldSelector(sel fields.Selector) error {
 
 // missingFieldIndexes returns an error naming every requirement of reqs whose
 // "field:<name>" index does not exist on indexer.
-func missingFieldIndexes(indexer toolscache.Indexer, reqs fields.Requirements, kind string) error {
+func missingFieldIndexes(indexer *informer.Indexer, reqs fields.Requirements, kind string) error {
 	indexers := indexer.GetIndexers()
 	var missing []string
 	for _, req := range reqs {
@@ -141,7 +143,7 @@ func missingFieldIndexes(indexer toolscache.Indexer, reqs fields.Requirements, k
 // in its index ("<ns>/<v>", or "__all_namespaces/<v>" when namespace is ""), every
 // further requirement re-runs its index function over those candidates (controller-runtime's
 // byIndexes, PR #2512).
-func candidatesByFields(indexer toolscache.Indexer, reqs fields.Requirements, namespace string) ([]any, error) {
+func candidatesByFields(indexer *informer.Indexer, reqs fields.Requirements, namespace string) ([]any, error) {
 	first := reqs[0]
 	objs, err := indexer.ByIndex(FieldIndexName(first.Field), KeyToNamespacedKey(namespace, first.Value))
 	if err != nil {

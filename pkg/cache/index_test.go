@@ -99,7 +99,7 @@ func TestIndexableLabelRequirements(t *testing.T) {
 	}
 }
 
-func newTestIndexer(t *testing.T, objs ...any) toolscache.Indexer {
+func newTestIndexer(t *testing.T, objs ...any) *informer.Indexer {
 	t.Helper()
 	indexers := labelIndexers([]string{appLabel, tierLabel}, nil)
 	indexers[toolscache.NamespaceIndex] = toolscache.MetaNamespaceIndexFunc

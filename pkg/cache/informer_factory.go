@@ -122,7 +122,7 @@ func (c *Cache) newScopedInformer(
 	return &scopedInformer{
 		scope:      scope,
 		informer:   inf,
-		indexer:    inf.GetIndexer(),
+		indexer:    inf.Indexer(),
 		readsCopy:  codec != nil,
 		storedType: reflect.TypeOf(example),
 		detector:   detector,

@@ -31,7 +31,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/deltacache/deltacache/pkg/informer"
@@ -111,8 +110,9 @@ type entry struct {
 type scopedInformer struct {
 	scope    watchScope
 	informer *informer.SharedIndexInformer
-	// indexer is the informer's live store, fetched once.
-	indexer toolscache.Indexer
+	// indexer is the informer's live store, fetched once, as our Indexer type: reads
+	// call it directly (GetInto, ByIndex) without an assertion or an interface.
+	indexer *informer.Indexer
 	// readsCopy: the store is compact, every read of it returns an object of its own
 	// (no deep copy needed).
 	readsCopy bool

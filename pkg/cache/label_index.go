@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/deltacache/deltacache/pkg/informer"
 )
 
 // LabelIndexName returns the name of the index deltacache keeps for label key key
@@ -105,7 +107,7 @@ func indexableLabelRequirements(sel labels.Selector, indexed []string) []labelLo
 // candidates with the whole selector, so the result is the intersection of all lookups
 // without building it. An object carries one value per label key, so the objects of the
 // values of one lookup are distinct.
-func candidatesByLabels(indexer toolscache.Indexer, lookups []labelLookup, namespace string) ([]any, error) {
+func candidatesByLabels(indexer *informer.Indexer, lookups []labelLookup, namespace string) ([]any, error) {
 	best := 0
 	if len(lookups) > 1 {
 		bestCount := -1

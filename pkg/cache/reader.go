@@ -252,7 +252,7 @@ func (c *Cache) planList(e *entry, scopes []*scopedInformer, opts *client.ListOp
 }
 
 // candidates returns the objects of one store that the plan selects.
-func (p *listPlan) candidates(indexer toolscache.Indexer, namespace string) ([]any, error) {
+func (p *listPlan) candidates(indexer *informer.Indexer, namespace string) ([]any, error) {
 	switch p.path {
 	case pathFieldIndex:
 		return candidatesByFields(indexer, p.fields, namespace)
@@ -340,14 +340,13 @@ func disableDeepCopy(scopeDefault bool, perCall *bool) bool {
 // type than the store's, the object held decoded or absent: out is then untouched), and
 // the caller reads with GetByKey.
 func (s *scopedInformer) getInto(storeKey string, out client.Object, gvk schema.GroupVersionKind) (bool, error) {
-	ix, ok := s.indexer.(*informer.Indexer)
-	if !ok || !s.readsCopy || s.detector != nil {
+	if !s.readsCopy || s.detector != nil {
 		return false, nil
 	}
 	if reflect.TypeOf(out) != s.storedType {
 		return false, nil
 	}
-	_, done, err := ix.GetInto(storeKey, out)
+	_, done, err := s.indexer.GetInto(storeKey, out)
 	if !done || err != nil {
 		return done, err
 	}
