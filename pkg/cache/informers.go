@@ -135,6 +135,47 @@ func (s *scopedInformer) markStopped() {
 	s.closeOnce.Do(func() { close(s.stopped) })
 }
 
+// scopeOf returns the scope that caches objects of namespace: the only one when
+// namespaces are not restricted, else the namespace's own or the AllNamespaces one;
+// nil when there is none.
+func (e *entry) scopeOf(namespace string) *scopedInformer {
+	if !e.restricted {
+		return e.scopes[0]
+	}
+	var all *scopedInformer
+	for _, s := range e.scopes {
+		if s.scope.key == namespace {
+			return s
+		}
+		if s.scope.key == metav1.NamespaceAll {
+			all = s
+		}
+	}
+	return all
+}
+
+// scopeForNamespace is scopeOf with an error wrapping errNamespaceNotCached when
+// there is no scope for namespace.
+func (e *entry) scopeForNamespace(namespace string) (*scopedInformer, error) {
+	if s := e.scopeOf(namespace); s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("namespace %q is %w", namespace, errNamespaceNotCached)
+}
+
+// scopesForList returns the scopes a List in namespace reads: all of them for "" (or a
+// cluster-scoped kind), else the one caching namespace.
+func (e *entry) scopesForList(namespace string) ([]*scopedInformer, error) {
+	if namespace == "" || !e.restricted {
+		return e.scopes, nil
+	}
+	s, err := e.scopeForNamespace(namespace)
+	if err != nil {
+		return nil, fmt.Errorf("unable to list: %v because of unknown namespace for the cache", namespace)
+	}
+	return []*scopedInformer{s}, nil
+}
+
 // informerMap tracks the entries and runs their informers: created lazily, started
 // with the cache, started immediately when created after Start, stopped on removal
 // or when Start's context ends. It follows controller-runtime's internal.Informers.
@@ -260,6 +301,55 @@ func (m *informerMap) remove(key entryKey) bool {
 		}
 	}
 	return true
+}
+
+// errNamespaceNotCached is wrapped by the error of a read in a namespace for which
+// the kind has no scope (namespaces are configured and neither that namespace nor
+// AllNamespaces is among them).
+var errNamespaceNotCached = errors.New("not cached")
+
+// readyScope is the lookup of a read of one object when nothing is left to do: the
+// entry of key and its scope caching namespace (ignored for a cluster-scoped kind),
+// and true, when the cache has started, the entry exists and that scope has synced.
+// It returns false otherwise (no entry, not started, no scope for namespace, not
+// synced), and the caller takes the path that creates, waits and reports errors
+// (Cache.scopeForRead). It allocates nothing and takes one read lock.
+func (m *informerMap) readyScope(key entryKey, namespace string) (*entry, *scopedInformer, bool) {
+	e, started, ok := m.peek(key)
+	if !ok || !started {
+		return nil, nil, false
+	}
+	if !e.namespaced {
+		namespace = ""
+	}
+	s := e.scopeOf(namespace)
+	if s == nil || !s.informer.HasSynced() {
+		return nil, nil, false
+	}
+	return e, s, true
+}
+
+// readyScopes is readyScope for a List in namespace: the scopes it reads (as
+// entry.scopesForList), when every one of them has synced.
+func (m *informerMap) readyScopes(key entryKey, namespace string) (*entry, []*scopedInformer, bool) {
+	e, started, ok := m.peek(key)
+	if !ok || !started {
+		return nil, nil, false
+	}
+	scopes := e.scopes
+	if namespace != "" && e.restricted {
+		s := e.scopeOf(namespace)
+		if s == nil {
+			return nil, nil, false
+		}
+		scopes = []*scopedInformer{s}
+	}
+	for _, s := range scopes {
+		if !s.informer.HasSynced() {
+			return nil, nil, false
+		}
+	}
+	return e, scopes, true
 }
 
 // snapshot returns the scoped informers of every entry existing now.

@@ -24,7 +24,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -121,29 +120,19 @@ func (c *Cache) WaitForDeletion(ctx context.Context, obj client.Object) error {
 }
 
 // storeOf returns the scoped informer that caches obj, creating and waiting for the
-// entry as Get does, and obj's store key.
+// entry as Get does (scopeForRead), and obj's store key.
 func (c *Cache) storeOf(ctx context.Context, obj client.Object) (*scopedInformer, string, error) {
 	gvk, err := apiutil.GVKForObject(obj, c.scheme)
 	if err != nil {
 		return nil, "", err
 	}
-	e, started, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj, c.readerFailOnMissingInformer, false)
+	e, s, err := c.scopeForRead(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj.GetNamespace(), obj)
 	if err != nil {
 		return nil, "", err
-	}
-	if !started {
-		return nil, "", &crcache.ErrCacheNotStarted{}
 	}
 	namespace := obj.GetNamespace()
 	if !e.namespaced {
 		namespace = ""
-	}
-	s, err := e.scopeForNamespace(namespace)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := waitForScopes(ctx, e.key, []*scopedInformer{s}, obj, c.settings.WaitThroughSyncErrors); err != nil {
-		return nil, "", err
 	}
 	if namespace == "" {
 		return s, obj.GetName(), nil

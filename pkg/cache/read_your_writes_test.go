@@ -174,7 +174,20 @@ func TestWaitForResourceVersionInANamespaceTheCacheDoesNotHoldIsAnError(t *testi
 	elsewhere := liveConfigMap("x", "", "")
 	elsewhere.Namespace = "b"
 	elsewhere.ResourceVersion = "2"
-	if err := c.WaitForResourceVersion(testCtx(t), elsewhere); err == nil {
-		t.Error("WaitForResourceVersion in an uncached namespace succeeded")
+	// The informer of namespace a exists and has synced: the lookup a Get shares with
+	// the waits finds no scope for b and reports it.
+	if err := c.Get(testCtx(t), client.ObjectKey{Namespace: "a", Name: "none"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get in a: %v, want NotFound", err)
+	}
+	const want = `namespace "b" is not cached`
+	if err := c.WaitForResourceVersion(testCtx(t), elsewhere); err == nil || err.Error() != want {
+		t.Errorf("WaitForResourceVersion in an uncached namespace: %v, want %q", err, want)
+	}
+	if err := c.WaitForDeletion(testCtx(t), elsewhere); err == nil || err.Error() != want {
+		t.Errorf("WaitForDeletion in an uncached namespace: %v, want %q", err, want)
+	}
+	const wantGet = "unable to get: b/x because of unknown namespace for the cache"
+	if err := c.Get(testCtx(t), client.ObjectKeyFromObject(elsewhere), &corev1.ConfigMap{}); err == nil || err.Error() != wantGet {
+		t.Errorf("Get in an uncached namespace: %v, want %q", err, wantGet)
 	}
 }

@@ -64,27 +64,20 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if err != nil {
 		return err
 	}
-	e, started, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(out)}, out, c.readerFailOnMissingInformer, false)
-	if err != nil {
-		return err
+	e, s, err := c.scopeForRead(ctx, entryKey{gvk: gvk, shape: shapeOf(out)}, key.Namespace, out)
+	if e != nil && !e.namespaced {
+		key.Namespace = ""
 	}
-	if !started {
-		return &crcache.ErrCacheNotStarted{}
+	if err != nil {
+		if errors.Is(err, errNamespaceNotCached) {
+			return fmt.Errorf("unable to get: %v because of unknown namespace for the cache", key)
+		}
+		return err
 	}
 
 	getOpts := client.GetOptions{}
 	getOpts.ApplyOptions(opts)
 
-	if !e.namespaced {
-		key.Namespace = ""
-	}
-	s, err := e.scopeForNamespace(key.Namespace)
-	if err != nil {
-		return fmt.Errorf("unable to get: %v because of unknown namespace for the cache", key)
-	}
-	if err := waitForScopes(ctx, e.key, []*scopedInformer{s}, out, c.settings.WaitThroughSyncErrors); err != nil {
-		return err
-	}
 	storeKey := key.Name
 	if key.Namespace != "" {
 		storeKey = key.Namespace + "/" + key.Name
@@ -152,26 +145,10 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	if err != nil {
 		return err
 	}
-	key := entryKey{gvk: gvk, shape: shapeOf(example)}
-	e, started, err := c.getEntry(ctx, key, example, c.readerFailOnMissingInformer, false)
-	if err != nil {
-		return err
-	}
-	if !started {
-		return &crcache.ErrCacheNotStarted{}
-	}
-
 	listOpts := client.ListOptions{}
 	listOpts.ApplyOptions(opts)
-	if listOpts.Continue != "" {
-		return errContinueNotSupported
-	}
-
-	scopes, err := e.scopesForList(listOpts.Namespace)
+	e, scopes, err := c.scopesForRead(ctx, entryKey{gvk: gvk, shape: shapeOf(example)}, &listOpts, example)
 	if err != nil {
-		return err
-	}
-	if err := waitForScopes(ctx, key, scopes, example, c.settings.WaitThroughSyncErrors); err != nil {
 		return err
 	}
 	plan, err := c.planList(e, scopes, &listOpts)
@@ -221,6 +198,72 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	return nil
 }
 
+// scopeForRead returns the entry of key and its scope caching namespace (ignored for
+// a cluster-scoped kind), synced: the lookup of a Get, WaitForResourceVersion and
+// WaitForDeletion. A synced scope is found in one call (informerMap.readyScope);
+// otherwise the entry is created if needed (getEntry; *cache.ErrResourceNotCached with
+// ReaderFailOnMissingInformer) and the scope waited for (waitForScopes, whose errors
+// it returns). Other errors: *cache.ErrCacheNotStarted before Start (after the entry
+// was created, so that Start runs it), and an error wrapping errNamespaceNotCached,
+// returned with the entry, when no scope caches namespace.
+func (c *Cache) scopeForRead(
+	ctx context.Context, key entryKey, namespace string, obj runtime.Object,
+) (*entry, *scopedInformer, error) {
+	if e, s, ok := c.informers.readyScope(key, namespace); ok {
+		return e, s, nil
+	}
+	e, started, err := c.getEntry(ctx, key, obj, c.readerFailOnMissingInformer, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !started {
+		return nil, nil, &crcache.ErrCacheNotStarted{}
+	}
+	if !e.namespaced {
+		namespace = ""
+	}
+	s, err := e.scopeForNamespace(namespace)
+	if err != nil {
+		return e, nil, err
+	}
+	if err := waitForScopes(ctx, e.key, []*scopedInformer{s}, obj, c.settings.WaitThroughSyncErrors); err != nil {
+		return nil, nil, err
+	}
+	return e, s, nil
+}
+
+// scopesForRead is scopeForRead for a List with opts: the entry of key and the scopes
+// opts.Namespace reads (see entry.scopesForList), synced. Errors as scopeForRead's,
+// in the same order, with errContinueNotSupported for opts.Continue once the entry
+// exists and the cache has started.
+func (c *Cache) scopesForRead(
+	ctx context.Context, key entryKey, opts *client.ListOptions, example runtime.Object,
+) (*entry, []*scopedInformer, error) {
+	if opts.Continue == "" {
+		if e, scopes, ok := c.informers.readyScopes(key, opts.Namespace); ok {
+			return e, scopes, nil
+		}
+	}
+	e, started, err := c.getEntry(ctx, key, example, c.readerFailOnMissingInformer, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !started {
+		return nil, nil, &crcache.ErrCacheNotStarted{}
+	}
+	if opts.Continue != "" {
+		return nil, nil, errContinueNotSupported
+	}
+	scopes, err := e.scopesForList(opts.Namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := waitForScopes(ctx, key, scopes, example, c.settings.WaitThroughSyncErrors); err != nil {
+		return nil, nil, err
+	}
+	return e, scopes, nil
+}
+
 // listPlan is how one List selects candidates in each scope's store.
 type listPlan struct {
 	path   listPath
@@ -263,40 +306,6 @@ func (p *listPlan) candidates(indexer *informer.Indexer, namespace string) ([]an
 	default:
 		return indexer.List(), nil
 	}
-}
-
-// scopeForNamespace returns the scope that caches objects of namespace: the only one
-// when namespaces are not restricted, else the namespace's own or the AllNamespaces one.
-func (e *entry) scopeForNamespace(namespace string) (*scopedInformer, error) {
-	if !e.restricted {
-		return e.scopes[0], nil
-	}
-	var all *scopedInformer
-	for _, s := range e.scopes {
-		if s.scope.key == namespace {
-			return s, nil
-		}
-		if s.scope.key == metav1.NamespaceAll {
-			all = s
-		}
-	}
-	if all != nil {
-		return all, nil
-	}
-	return nil, fmt.Errorf("namespace %q is not cached", namespace)
-}
-
-// scopesForList returns the scopes a List in namespace reads: all of them for "" (or a
-// cluster-scoped kind), else the one caching namespace.
-func (e *entry) scopesForList(namespace string) ([]*scopedInformer, error) {
-	if namespace == "" || !e.restricted {
-		return e.scopes, nil
-	}
-	s, err := e.scopeForNamespace(namespace)
-	if err != nil {
-		return nil, fmt.Errorf("unable to list: %v because of unknown namespace for the cache", namespace)
-	}
-	return []*scopedInformer{s}, nil
 }
 
 // objectTypeForListObject returns the element GVK of list and a fresh object of the
