@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 )
 
 // resolveStorageFor maps Config.StorageFor to GVKs with scheme.
@@ -60,17 +61,17 @@ func (c *Cache) storageCodec(key entryKey, example runtime.Object, unsafeDisable
 	}
 	switch key.shape {
 	case shapeUnstructured:
-		return informer.NewUnstructuredCBORCodec(), nil
+		return codec.NewUnstructuredCBOR(), nil
 	case shapeMetadata:
-		return informer.NewProtobufCodec(example)
+		return codec.NewProtobuf(example)
 	}
-	if codec, err := informer.NewProtobufCodec(example); err == nil {
-		return codec, nil
+	if pc, err := codec.NewProtobuf(example); err == nil {
+		return pc, nil
 	}
 	if mode == StorageAuto {
 		// A typed kind without protobuf (a CRD type): CBOR makes its objects about
 		// half as large but a read several times dearer (docs/benchmarks.md).
 		return nil, nil
 	}
-	return informer.NewCBORCodec(example)
+	return codec.NewCBOR(example)
 }

@@ -14,11 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
 
@@ -50,7 +50,7 @@ func (c *countingCodec) DecodeInto(data []byte, dst any) error {
 
 func podCodec(t testing.TB) *countingCodec {
 	t.Helper()
-	c, err := NewProtobufCodec(&corev1.Pod{})
+	c, err := codec.NewProtobuf(&corev1.Pod{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,17 +376,6 @@ func TestCompactStorageCodecErrorsAreLoggedOncePerKeyAndCounted(t *testing.T) {
 	}
 	if n := series["deltacache_informer_stored_bytes"]; n != 0 {
 		t.Fatalf("stored bytes = %v, want 0 (nothing encoded)", n)
-	}
-}
-
-func TestProtobufCodecRejectsTypesWithoutProtobuf(t *testing.T) {
-	if _, err := NewProtobufCodec(&unstructured.Unstructured{}); !errors.Is(err, ErrNoProtobuf) {
-		t.Fatalf("err = %v, want ErrNoProtobuf", err)
-	}
-	c, err := NewProtobufCodec(&corev1.Pod{})
-	must(t, err)
-	if _, err := c.Encode(&corev1.ConfigMap{}); err == nil {
-		t.Fatal("a pod codec encoded a ConfigMap")
 	}
 }
 

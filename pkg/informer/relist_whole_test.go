@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
 
@@ -148,9 +149,9 @@ func startRelistRun(t *testing.T, mode string, h toolscache.ResourceEventHandler
 		r.f.ServeWatchList(true)
 		r.f.ScriptWatch(stream(first, "10"), stream(second, relistListRV))
 	case modeCompact:
-		codec, err := NewProtobufCodec(&corev1.Pod{})
+		pc, err := codec.NewProtobuf(&corev1.Pod{})
 		must(t, err)
-		opts.StorageCodec = codec
+		opts.StorageCodec = pc
 		fallthrough
 	default:
 		opts.DisableWatchList = true

@@ -24,6 +24,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	storagecodec "github.com/deltacache/deltacache/pkg/informer/codec"
 )
 
 // The footprint workload (section D) takes a cached pod apart: it builds, one layer at
@@ -89,14 +90,14 @@ func MeasureFootprint(n int) (Values, error) {
 	cg = nil
 
 	// deltacache: the payload, then each layer of the store.
-	codec, err := informer.NewProtobufCodec(&corev1.Pod{})
+	pc, err := storagecodec.NewProtobuf(&corev1.Pod{})
 	if err != nil {
 		return nil, err
 	}
 	before = LiveHeap()
 	payload := make([][]byte, n)
 	for i, p := range pods {
-		if payload[i], err = codec.Encode(p); err != nil {
+		if payload[i], err = pc.Encode(p); err != nil {
 			return nil, err
 		}
 	}
@@ -137,7 +138,7 @@ func MeasureFootprint(n int) (Values, error) {
 		runtime.GC()
 		before := LiveHeap()
 		ix := informer.NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, layer.indexers,
-			informer.IndexerOptions{Codec: codec})
+			informer.IndexerOptions{Codec: pc})
 		if err := ix.Replace(pods, "1"); err != nil {
 			return nil, err
 		}

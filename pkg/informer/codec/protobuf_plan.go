@@ -1,4 +1,4 @@
-package informer
+package codec
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package informer
+package codec
 
 import (
 	"reflect"
@@ -18,7 +18,7 @@ import (
 // policy). A decoded object holds the cache only where resource.ParseQuantity
 // set it ("100m" and "1Gi" yes, "64Mi" and "512Mi" no), so an encoded object
 // no longer equals, by reflect.DeepEqual, the same object decoded, which is
-// what controller-runtime's cache hands out. ProtobufCodec.Encode saves those
+// what controller-runtime's cache hands out. Protobuf.Encode saves those
 // Quantities before Marshal and puts them back after (quantityPlan).
 //
 // The other codecs leave objects alone: CBOR marshals Quantity by value (its

@@ -1,4 +1,4 @@
-package informer
+package codec
 
 import (
 	"encoding/json"
@@ -11,29 +11,27 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct"
 )
 
-// CBORCodec stores typed objects as CBOR (RFC 8949) through apimachinery's
+// CBOR stores typed objects as CBOR (RFC 8949) through apimachinery's
 // CBOR encoding (k8s.io/apimachinery/pkg/runtime/serializer/cbor/direct),
 // which follows the types' JSON field names and omitempty rules. For Go types
 // without generated protobuf code, such as CRD types; apiVersion and kind are
 // part of the encoding.
-type CBORCodec struct {
+type CBOR struct {
 	typ reflect.Type // the struct type T of *T
 }
 
-var _ StorageCodec = (*CBORCodec)(nil)
-
-// NewCBORCodec returns the CBOR codec of example's Go type, a pointer to a
+// NewCBOR returns the CBOR codec of example's Go type, a pointer to a
 // struct.
-func NewCBORCodec(example runtime.Object) (*CBORCodec, error) {
+func NewCBOR(example runtime.Object) (*CBOR, error) {
 	t := reflect.TypeOf(example)
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("CBOR codec: %T is not a pointer to a struct", example)
 	}
-	return &CBORCodec{typ: t.Elem()}, nil
+	return &CBOR{typ: t.Elem()}, nil
 }
 
 // Encode returns obj's CBOR encoding; an error for another Go type.
-func (c *CBORCodec) Encode(obj any) ([]byte, error) {
+func (c *CBOR) Encode(obj any) ([]byte, error) {
 	if reflect.TypeOf(obj) != reflect.PointerTo(c.typ) {
 		return nil, fmt.Errorf("CBOR codec of %v cannot encode %T", c.typ, obj)
 	}
@@ -41,7 +39,7 @@ func (c *CBORCodec) Encode(obj any) ([]byte, error) {
 }
 
 // Decode returns a new *T decoded from data.
-func (c *CBORCodec) Decode(data []byte) (any, error) {
+func (c *CBOR) Decode(data []byte) (any, error) {
 	obj := reflect.New(c.typ).Interface()
 	if err := direct.Unmarshal(data, obj); err != nil {
 		return nil, err
@@ -49,21 +47,19 @@ func (c *CBORCodec) Decode(data []byte) (any, error) {
 	return obj, nil
 }
 
-// UnstructuredCBORCodec stores *unstructured.Unstructured objects as the CBOR
+// UnstructuredCBOR stores *unstructured.Unstructured objects as the CBOR
 // encoding of their content. Content outside the JSON data model that
 // unstructured objects are made of (map[string]any, []any, string, int64,
 // float64, bool, nil; json.Number too) would not decode back to what it was:
 // Encode refuses it, so the Indexer keeps such an object decoded.
-type UnstructuredCBORCodec struct{}
+type UnstructuredCBOR struct{}
 
-var _ StorageCodec = UnstructuredCBORCodec{}
-
-// NewUnstructuredCBORCodec returns the codec of unstructured objects.
-func NewUnstructuredCBORCodec() UnstructuredCBORCodec { return UnstructuredCBORCodec{} }
+// NewUnstructuredCBOR returns the codec of unstructured objects.
+func NewUnstructuredCBOR() UnstructuredCBOR { return UnstructuredCBOR{} }
 
 // Encode returns the CBOR encoding of obj's content; an error if obj is not
 // an *unstructured.Unstructured or holds a value outside the JSON data model.
-func (UnstructuredCBORCodec) Encode(obj any) ([]byte, error) {
+func (UnstructuredCBOR) Encode(obj any) ([]byte, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return nil, fmt.Errorf("unstructured CBOR codec cannot encode %T", obj)
@@ -75,7 +71,7 @@ func (UnstructuredCBORCodec) Encode(obj any) ([]byte, error) {
 }
 
 // Decode returns a new *unstructured.Unstructured decoded from data.
-func (UnstructuredCBORCodec) Decode(data []byte) (any, error) {
+func (UnstructuredCBOR) Decode(data []byte) (any, error) {
 	var m map[string]any
 	if err := direct.Unmarshal(data, &m); err != nil {
 		return nil, err

@@ -1,11 +1,9 @@
-package informer
+package codec
 
 import (
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
-	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/randfill"
-
-	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
 
 // The Quantities below are built as the API server's canonical strings parsed
@@ -32,8 +28,8 @@ import (
 // sizeLimit), which a protobuf Marshal reaches in place, and in
 // ResourceLists (map values, which it copies).
 func quantityPod(ns, name string) *corev1.Pod {
-	p := pod(ns, name, "", "app=web")
-	p.UID = types.UID("uid-" + name)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name),
+		Labels: map[string]string{"app": "web"}}}
 	p.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{
 		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("64Mi"))}}}}
 	p.Spec.Containers = []corev1.Container{{Name: "c", Image: "app:1", Resources: corev1.ResourceRequirements{
@@ -79,118 +75,6 @@ func wireDecoded(t testing.TB, obj runtime.Object) runtime.Object {
 	return out
 }
 
-// objectRecorder keeps the objects a handler receives, per key.
-type objectRecorder struct {
-	mu      sync.Mutex
-	adds    map[string]any
-	updates map[string][2]any // old, new of the last update
-}
-
-func newObjectRecorder() *objectRecorder {
-	return &objectRecorder{adds: map[string]any{}, updates: map[string][2]any{}}
-}
-
-func (r *objectRecorder) OnAdd(obj any, _ bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.adds[keyOfObj(obj)] = obj
-}
-
-func (r *objectRecorder) OnUpdate(oldObj, newObj any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.updates[keyOfObj(newObj)] = [2]any{oldObj, newObj}
-}
-
-func (r *objectRecorder) OnDelete(any) {}
-
-func (r *objectRecorder) add(key string) any {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.adds[key]
-}
-
-func (r *objectRecorder) update(key string) (oldObj, newObj any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	u := r.updates[key]
-	return u[0], u[1]
-}
-
-// With compact storage, handlers receive a watch event's object as the
-// Reflector decoded it (kept after it was encoded for the store) and an
-// update's old object freshly decoded from the store. Both must equal, by
-// reflect.DeepEqual, the object as decoded from the server (what
-// controller-runtime's cache hands out), so that an UpdateFunc comparing
-// old.Spec with new.Spec sees a label-only update as one.
-func TestHandlerObjectsOfCompactStorageEqualTheDecodedServerObject(t *testing.T) {
-	type kind struct {
-		name    string
-		example runtime.Object
-		newObj  func(ns, name string) runtime.Object
-		relabel func(obj runtime.Object) runtime.Object
-		specOf  func(obj any) any
-	}
-	kinds := []kind{{
-		name: "Pod", example: &corev1.Pod{},
-		newObj: func(ns, name string) runtime.Object { return quantityPod(ns, name) },
-		relabel: func(obj runtime.Object) runtime.Object {
-			p := obj.(*corev1.Pod).DeepCopy()
-			p.Labels["rev"] = p.ResourceVersion
-			return p
-		},
-		specOf: func(obj any) any { return obj.(*corev1.Pod).Spec },
-	}, {
-		name: "HorizontalPodAutoscaler", example: &autoscalingv2.HorizontalPodAutoscaler{},
-		newObj: func(ns, name string) runtime.Object { return quantityHPA(ns, name) },
-		relabel: func(obj runtime.Object) runtime.Object {
-			h := obj.(*autoscalingv2.HorizontalPodAutoscaler).DeepCopy()
-			h.Labels["rev"] = h.ResourceVersion
-			return h
-		},
-		specOf: func(obj any) any { return obj.(*autoscalingv2.HorizontalPodAutoscaler).Spec },
-	}}
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			codec, err := NewProtobufCodec(k.example)
-			must(t, err)
-			f := informertest.New(k.example)
-			f.Create(k.newObj("a", "listed"))
-			s := NewSharedIndexInformer(f, k.example, Options{StorageCodec: codec, Backoff: fastBackoff})
-			rec := newObjectRecorder()
-			addHandler(t, s, rec)
-			startInformer(t, s)
-			waitSynced(t, s.HasSyncedChecker())
-
-			watched := f.Create(k.newObj("a", "watched"))
-			eventually(t, 5*time.Second, "the watched add", func() bool { return rec.add("a/watched") != nil })
-			if got, want := rec.add("a/watched"), wireDecoded(t, watched); !reflect.DeepEqual(got, want) {
-				t.Errorf("watched add: handler object differs from the decoded server object:\n got: %#v\nwant: %#v",
-					k.specOf(got), k.specOf(want))
-			}
-			for _, key := range []string{"a/listed", "a/watched"} {
-				cur, _ := f.Get(key)
-				updated := f.Update(k.relabel(cur))
-				eventually(t, 5*time.Second, key+"'s update", func() bool {
-					_, n := rec.update(key)
-					return n != nil && objectRV(n) == objectRV(updated)
-				})
-				oldObj, newObj := rec.update(key)
-				if !reflect.DeepEqual(k.specOf(oldObj), k.specOf(newObj)) {
-					t.Errorf("%s: label-only update, but old.Spec and new.Spec differ by reflect.DeepEqual:\n old: %#v\n new: %#v",
-						key, k.specOf(oldObj), k.specOf(newObj))
-				}
-				if want := wireDecoded(t, cur); !reflect.DeepEqual(oldObj, want) {
-					t.Errorf("%s: update's old object differs from the decoded server object", key)
-				}
-				if want := wireDecoded(t, updated); !reflect.DeepEqual(newObj, want) {
-					t.Errorf("%s: update's new object differs from the decoded server object", key)
-				}
-			}
-		})
-	}
-}
-
 // quantityTestTypes are types whose objects hold Quantities that a protobuf
 // Marshal reaches in place: through pointers (emptyDir sizeLimit, HPA
 // targets, CSIStorageCapacity), struct fields and slice elements, and
@@ -204,7 +88,7 @@ var quantityTestTypes = []protoMessage{
 
 var canonicalQuantities = []string{"100m", "1Gi", "3", "250M", "64Mi", "512Mi", "8Gi", "0", "1200m"}
 
-// Encode must not modify the object (StorageCodec's contract): randomly
+// Encode must not modify the object (the package's contract, doc.go): randomly
 // filled objects, their Quantities as a client decodes them, equal a deep
 // copy taken before Encode, by reflect.DeepEqual.
 // Reproduce with PROTO_DECODER_SEED=<seed>.
@@ -212,7 +96,7 @@ func TestProtobufCodecEncodeLeavesTheObjectUnchanged(t *testing.T) {
 	seed := protoTestSeed(t)
 	for i, m := range quantityTestTypes {
 		t.Run(reflect.TypeOf(m).Elem().Name(), func(t *testing.T) {
-			codec, err := NewProtobufCodec(m.(runtime.Object))
+			codec, err := NewProtobuf(m.(runtime.Object))
 			must(t, err)
 			f := newFiller(seed+int64(i)).Funcs(
 				func(q *resource.Quantity, c randfill.Continue) {
@@ -247,9 +131,9 @@ func TestCBORCodecEncodeLeavesQuantitiesUnchanged(t *testing.T) {
 	must(t, err)
 	for _, obj := range []runtime.Object{quantityPod("a", "p"), quantityHPA("a", "h"), &unstructured.Unstructured{Object: u}} {
 		t.Run(fmt.Sprintf("%T", obj), func(t *testing.T) {
-			var codec StorageCodec = NewUnstructuredCBORCodec()
+			var codec storageCodec = NewUnstructuredCBOR()
 			if _, ok := obj.(*unstructured.Unstructured); !ok {
-				codec, err = NewCBORCodec(obj)
+				codec, err = NewCBOR(obj)
 				must(t, err)
 			}
 			before := obj.DeepCopyObject()
@@ -277,7 +161,7 @@ func BenchmarkProtobufCodecEncode(b *testing.B) {
 		name string
 		obj  runtime.Object
 	}{{"serverPod", server}, {"podWithEmptyDir", withEmptyDir}, {"hpa", quantityHPA("a", "h")}} {
-		codec, err := NewProtobufCodec(c.obj)
+		codec, err := NewProtobuf(c.obj)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,0 +1,85 @@
+// Package codec holds the storage codecs of deltacache's compact storage,
+// the plan-driven protobuf decoder they decode with, and all the unsafe code
+// of pkg/informer. A codec turns an object of one Go type into bytes (Encode)
+// and bytes back into a new object (Decode); pkg/informer's Indexer stores
+// the bytes and decodes them on every read. The interface the Indexer asks
+// for, StorageCodec, is declared by its consumer in pkg/informer; this
+// package does not import pkg/informer.
+//
+// The codecs:
+//
+//	Protobuf          built-in kinds (k8s.io/api) and metadata-only objects:
+//	                  the generated Marshal, decoded by our plan-driven decoder
+//	CBOR              typed objects without generated protobuf code (CRD types)
+//	UnstructuredCBOR  *unstructured.Unstructured
+//
+// The files:
+//
+//	protobuf.go          Protobuf: NewProtobuf, Encode, Decode, DecodeInto
+//	protobuf_plan.go     the decoder's plans: per Go type and field number, the field's
+//	                     offset and kind, compiled once from the protobuf struct tags
+//	protobuf_decoder.go  protoDecoder: follows a plan over the wire bytes and writes
+//	                     each field in place (unsafe)
+//	quantity_restore.go  quantityPlan: puts back the Quantity strings that a Marshal
+//	                     caches in the object it encodes (unsafe)
+//	cbor.go              CBOR and UnstructuredCBOR
+//
+// # Ownership and aliasing
+//
+// The bytes. Encode returns a new slice that the caller owns; the codec keeps
+// no reference to it. Once the caller has passed the bytes to Decode or
+// DecodeInto, it must not modify them for as long as any object decoded from
+// them lives, because a Protobuf-decoded object points into them. The Indexer
+// stores the slice and never writes to it.
+//
+// What a decoded object shares with the bytes. With Protobuf, every string of
+// the object (string fields, elements of string slices, the keys and values of
+// string maps, the string a resource.Quantity caches) points into the bytes:
+// it is not copied. Nothing else does: []byte fields are copies, and slices,
+// maps, structs and pointers are allocated by this decode and shared with no
+// other object, so two objects decoded from the same bytes share nothing that
+// either may modify. Two consequences for memory: a string kept from a decoded
+// object keeps all of the bytes alive; and the pointers to scalars and to
+// small structs (such as *int64 and *metav1.Time) of one decoded object are
+// allocated a few to a block, so one kept pointer keeps its block alive. The
+// CBOR codecs copy: what they decode shares no memory with the bytes.
+//
+// What the caller of Decode may do. The decoded object is the caller's: it
+// may modify any field, assign new strings, append to slices, and hand the
+// object to other goroutines; none of this touches the bytes or any other
+// object, since Go strings are immutable. The caller must not write into the
+// memory of a decoded string (through unsafe, or by converting it to a slice
+// without a copy); must not use the object of a failed decode (it holds a
+// partial decode); and must give DecodeInto a zeroed value, since it decodes
+// into what it finds, merging as the generated Unmarshal does.
+//
+// What Encode does to its object. Encode keeps no reference to obj, and
+// returns it as it found it: an object decoded from the API server still
+// equals, by reflect.DeepEqual, the same object decoded again. While Encode
+// runs, however, the generated Marshal writes the string caches of the
+// Quantities it reaches in obj before Encode puts them back (quantityPlan),
+// so no other goroutine may read or write obj during Encode.
+//
+// Goroutines. Every codec value is safe for concurrent use by any number of
+// goroutines: Encode and Decode run at the same time (the informer's writer
+// encodes while readers decode). Protobuf remembers, in an atomic pointer,
+// the GroupVersionKind of the last encoded object that had one and sets it on
+// every object decoded after; objects decoded before any such Encode have
+// none. Decoding plans and Quantity plans are built once per Go type and
+// published complete; a decoder and its plans never change afterwards.
+//
+// # Where the unsafe code is and what keeps it sound
+//
+// protobuf_decoder.go writes each field at the address of the value being
+// decoded plus the field's offset, both taken from package reflect for the
+// planned type: DecodeInto checks that its destination is a non-nil pointer
+// to the codec's type before it decodes, and every nested value (a pointed-to
+// struct, the backing array of a slice of structs) is allocated by reflect
+// with the type its plan was compiled for. It makes strings over the input
+// bytes with unsafe.String, reads and grows slices through sliceHeader (Go's
+// slice layout), and never forms a pointer past the end of an allocation.
+// quantity_restore.go walks an object by the same offsets, and reads map
+// values through reflect. The tests compare the decoder with the generated
+// Unmarshal on random, server-shaped, truncated and corrupted input
+// (protobuf_decoder_test.go, FuzzProtoDecoderMatchesGenerated).
+package codec
