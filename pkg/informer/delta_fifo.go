@@ -139,9 +139,9 @@ type DeltaFIFO struct {
 	receivedRV string // newest RV received (object RV, list RV or bookmark)
 	appliedRV  string // last RV handed to known objects
 
-	// filter, if set, admits the objects queued by Add, Update, Delete and
-	// Replace (see SetFilter).
-	filter func(obj any) bool
+	// filter is the shard selector that admits the objects queued by Add,
+	// Update, Delete and Replace (nil: every object; see SetFilter).
+	filter *ShardSelector
 }
 
 // NewDeltaFIFO returns an empty, open DeltaFIFO.
