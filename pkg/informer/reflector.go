@@ -712,17 +712,16 @@ func (r *Reflector) nextEvent(
 // whose transform failed, or an unknown event type do not); an error event
 // is returned as its error.
 func (r *Reflector) applyEvent(ctx context.Context, e watch.Event) (bool, error) {
-	log := r.logger(ctx)
 	if e.Type == watch.Error {
 		return false, apierrors.FromObject(e.Object)
 	}
 	if !r.expected(e.Object) {
-		log.Info("dropping watch event of unexpected type", "reflector", r.name, "type", fmt.Sprintf("%T", e.Object))
+		r.logger(ctx).Info("dropping watch event of unexpected type", "reflector", r.name, "type", fmt.Sprintf("%T", e.Object))
 		return false, nil
 	}
 	m, err := meta.Accessor(e.Object)
 	if err != nil {
-		log.Error(err, "dropping watch event without object metadata", "reflector", r.name)
+		r.logger(ctx).Error(err, "dropping watch event without object metadata", "reflector", r.name)
 		return false, nil
 	}
 	rv := m.GetResourceVersion()
@@ -752,12 +751,12 @@ func (r *Reflector) applyEvent(ctx context.Context, e watch.Event) (bool, error)
 			b.Bookmark(rv)
 		}
 	default:
-		log.Info("dropping watch event of unknown type", "reflector", r.name, "eventType", e.Type)
+		r.logger(ctx).Info("dropping watch event of unknown type", "reflector", r.name, "eventType", e.Type)
 		return false, nil
 	}
 	r.opts.metrics.watchEvent(e.Type)
 	if err != nil {
-		log.Error(err, "unable to queue watch event", "reflector", r.name, "eventType", e.Type)
+		r.logger(ctx).Error(err, "unable to queue watch event", "reflector", r.name, "eventType", e.Type)
 	}
 	r.advanceRV(rv)
 	return true, nil
