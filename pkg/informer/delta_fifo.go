@@ -2,7 +2,6 @@ package informer
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -83,10 +82,6 @@ type DeltaFIFOOptions struct {
 	// Resync does nothing. If it also has Bookmark(rv string), the FIFO calls
 	// it with the newest received resourceVersion whenever the queue drains.
 	KnownObjects KeyListerGetter
-	// Transformer is applied exactly once to every object entering through
-	// Add, Update, Delete or Replace, before its key is computed; never to
-	// tombstones or Sync deltas.
-	Transformer toolscache.TransformFunc
 }
 
 // DeltaFIFO is a queue of keys, each with its pending Deltas; it sits between
@@ -109,9 +104,8 @@ type DeltaFIFOOptions struct {
 //     can install the relist at once, as client-go's atomic FIFO (one
 //     ReplacedAll delta) lets its consumer do.
 type DeltaFIFO struct {
-	keyFunc   toolscache.KeyFunc
-	known     KeyListerGetter
-	transform toolscache.TransformFunc
+	keyFunc toolscache.KeyFunc
+	known   KeyListerGetter
 
 	mu    sync.Mutex
 	cond  sync.Cond
@@ -145,19 +139,18 @@ type DeltaFIFO struct {
 	receivedRV string // newest RV received (object RV, list RV or bookmark)
 	appliedRV  string // last RV handed to known objects
 
-	// filter, if set, admits the objects queued by Add, Update, Delete and
-	// Replace (see SetFilter).
-	filter func(obj any) bool
+	// filter is the shard selector that admits the objects queued by Add,
+	// Update, Delete and Replace (nil: every object; see SetFilter).
+	filter *ShardSelector
 }
 
 // NewDeltaFIFO returns an empty, open DeltaFIFO.
 func NewDeltaFIFO(opts DeltaFIFOOptions) *DeltaFIFO {
 	f := &DeltaFIFO{
-		keyFunc:   opts.KeyFunction,
-		known:     opts.KnownObjects,
-		transform: opts.Transformer,
-		items:     map[string]Deltas{},
-		synced:    make(chan struct{}),
+		keyFunc: opts.KeyFunction,
+		known:   opts.KnownObjects,
+		items:   map[string]Deltas{},
+		synced:  make(chan struct{}),
 	}
 	if f.keyFunc == nil {
 		f.keyFunc = toolscache.DeletionHandlingMetaNamespaceKeyFunc
@@ -279,13 +272,9 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 }
 
 // queueListedLocked queues a Replaced delta for the listed object obj,
-// transformed, unless the filter does not admit it; it returns obj's key and
-// whether it was queued, or the transform's or key function's error.
+// unless the filter does not admit it; it returns obj's key and whether it
+// was queued, or the key function's error.
 func (f *DeltaFIFO) queueListedLocked(obj any) (key string, queued bool, err error) {
-	obj, err = f.transformed(Replaced, obj)
-	if err != nil {
-		return "", false, err
-	}
 	if !f.admitsLocked(obj) {
 		return "", false, nil
 	}
@@ -570,32 +559,12 @@ func (f *DeltaFIFO) maybeApplyRVLocked() {
 	f.appliedRV = f.receivedRV
 }
 
-// transformed applies the transformer to obj unless it is a tombstone or a
-// Sync delta's object.
-func (f *DeltaFIFO) transformed(t DeltaType, obj any) (any, error) {
-	if f.transform == nil || t == Sync {
-		return obj, nil
-	}
-	if _, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		return obj, nil
-	}
-	out, err := f.transform(obj)
-	if err != nil {
-		return nil, fmt.Errorf("transform: %w", err)
-	}
-	return out, nil
-}
-
-// queueObject transforms obj, records its RV and appends a delta of type t; a
-// Deleted delta of a key the consumer never saw (see Delete) is dropped.
+// queueObject records obj's RV and appends a delta of type t; a Deleted
+// delta of a key the consumer never saw (see Delete) is dropped.
 func (f *DeltaFIFO) queueObject(t DeltaType, obj any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.markPopulatedLocked()
-	obj, err := f.transformed(t, obj)
-	if err != nil {
-		return err
-	}
 	key, err := f.KeyOf(obj)
 	if err != nil {
 		return toolscache.KeyError{Obj: obj, Err: err}

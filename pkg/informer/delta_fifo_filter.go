@@ -2,28 +2,30 @@ package informer
 
 import toolscache "k8s.io/client-go/tools/cache"
 
-// SetFilter makes keep the FIFO's admission filter (nil admits everything)
-// and evicts what it no longer admits, in one step under the queue lock:
+// SetFilter makes sel the FIFO's shard filter (nil admits everything) and
+// evicts what it no longer admits, in one step under the queue lock:
 //
-//   - from then on, Add, Update, Delete and Replace drop the objects keep
-//     rejects (a Replace leaves them out of the list, so they get no
+//   - from then on, Add, Update, Delete and Replace drop the objects sel
+//     does not select (a Replace leaves them out of the list, so they get no
 //     tombstone either);
-//   - every queued key whose newest object keep rejects, and every stored key
-//     (known objects) whose object keep rejects, gets a single Evicted delta
-//     in place of what was queued: the consumer removes it from the store
-//     without notifying anybody (a shard hand-off is not a deletion).
+//   - every queued key whose newest object sel does not select, and every
+//     stored key (known objects) whose object it does not select, gets a
+//     single Evicted delta in place of what was queued: the consumer removes
+//     it from the store without notifying anybody (a shard hand-off is not a
+//     deletion).
 //
-// It returns the keys given an Evicted delta. Like Replace, it
-// first waits until no key is being processed, so the known objects it
-// consults are current. keep must be cheap and must not call the FIFO.
-func (f *DeltaFIFO) SetFilter(keep func(obj any) bool) []string {
+// It returns the keys given an Evicted delta. Like Replace, it first waits
+// until no key is being processed, so the known objects it consults are
+// current. The filter is ShardSelector.admits, the Reflector's too (see there
+// why it runs in both).
+func (f *DeltaFIFO) SetFilter(sel *ShardSelector) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for f.processing {
 		f.cond.Wait()
 	}
-	f.filter = keep
-	if keep == nil {
+	f.filter = sel
+	if sel == nil {
 		return nil
 	}
 	var evicted []string
@@ -32,7 +34,7 @@ func (f *DeltaFIFO) SetFilter(keep func(obj any) bool) []string {
 		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
-		if obj == nil || keep(obj) {
+		if obj == nil || sel.admits(obj) {
 			continue
 		}
 		f.items[key] = append(ds[:0], Delta{Type: Evicted, Object: obj})
@@ -46,7 +48,7 @@ func (f *DeltaFIFO) SetFilter(keep func(obj any) bool) []string {
 			continue
 		}
 		obj, exists, err := f.known.GetByKey(key)
-		if err != nil || !exists || keep(obj) {
+		if err != nil || !exists || sel.admits(obj) {
 			continue
 		}
 		f.appendLocked(key, Delta{Type: Evicted, Object: obj})
@@ -55,20 +57,8 @@ func (f *DeltaFIFO) SetFilter(keep func(obj any) bool) []string {
 	return evicted
 }
 
-// admitsLocked reports whether the filter admits obj (a tombstone: its
-// object). f.mu held.
-func (f *DeltaFIFO) admitsLocked(obj any) bool {
-	if f.filter == nil {
-		return true
-	}
-	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		if t.Obj == nil {
-			return true
-		}
-		obj = t.Obj
-	}
-	return f.filter(obj)
-}
+// admitsLocked reports whether the shard filter admits obj. f.mu held.
+func (f *DeltaFIFO) admitsLocked(obj any) bool { return f.filter.admits(obj) }
 
 // pending reports whether a delta of key is queued or being processed: the
 // store's entry of key may be about to change. SharedIndexInformer.ShardHolds

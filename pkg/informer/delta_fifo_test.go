@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -349,31 +348,6 @@ func TestCloseUnblocksPop(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Pop still blocked after Close")
-	}
-}
-
-func TestDeltaFIFOTransformsOnceAndNotTombstonesOrSyncs(t *testing.T) {
-	known := newTestIndexer()
-	must(t, known.Add(pod("a", "stored", "1")))
-	must(t, known.Add(pod("a", "gone", "1")))
-	calls := map[string]int{}
-	f := NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: known, Transformer: func(obj any) (any, error) {
-		p := obj.(*corev1.Pod).DeepCopy()
-		calls[p.Name]++
-		p.Annotations = map[string]string{"t": "1"}
-		return p, nil
-	}})
-	must(t, f.Replace([]any{pod("a", "listed", "2"), pod("a", "stored", "2")}, "3"))
-	must(t, f.Add(pod("a", "watched", "4")))
-	_, _ = popAll(t, f)
-	must(t, f.Resync())
-	var syncObj any
-	_ = f.Pop(func(ds Deltas, _ bool) error { syncObj = ds.Newest().Object; return nil })
-	if fmt.Sprint(calls) != "map[listed:1 stored:1 watched:1]" {
-		t.Fatalf("transform calls = %v", calls)
-	}
-	if syncObj.(*corev1.Pod).Annotations != nil {
-		t.Fatal("Sync object was transformed")
 	}
 }
 

@@ -215,9 +215,7 @@ func NewSharedIndexInformer(
 		KnownObjects: s.indexer,
 	})
 	s.shard.Store(opts.ShardSelector)
-	if opts.ShardSelector != nil {
-		s.fifo.SetFilter(opts.ShardSelector.Matches)
-	}
+	s.fifo.SetFilter(opts.ShardSelector)
 	return s
 }
 

@@ -76,13 +76,9 @@ func (s *SharedIndexInformer) SetShardSelector(ctx context.Context, sel *ShardSe
 	if old := s.shard.Swap(sel); old.Equal(sel) {
 		return nil
 	}
-	var keep func(obj any) bool
-	if sel != nil {
-		keep = sel.Matches
-	}
 	// The FIFO first: from now on nothing outside sel enters, and what is
 	// stored outside it is evicted; then the Reflector lists sel.
-	evicted := s.fifo.SetFilter(keep)
+	evicted := s.fifo.SetFilter(sel)
 	// Run reads s.shard and builds the Reflector under s.mu: a Reflector
 	// built after the Swap has sel already.
 	r := s.getReflector()

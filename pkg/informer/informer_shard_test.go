@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,7 +209,7 @@ func TestDeltaFIFOSetFilterEvictsQueuedAndStoredKeysAndReplaceGivesThemNoTombsto
 	must(t, f.Add(shardPod("a", "queued-low", low[1])))
 	must(t, f.Add(shardPod("a", "queued-high", high[1])))
 
-	evicted := f.SetFilter(upperHalf.Matches)
+	evicted := f.SetFilter(upperHalf)
 	sortStrings(evicted)
 	equalStrings(t, "evicted", evicted, []string{"a/queued-low", "a/stored-low"})
 	// Filtered out from now on: an add, and the low pods of a relist.
@@ -228,4 +230,71 @@ func TestDeltaFIFOSetFilterEvictsQueuedAndStoredKeysAndReplaceGivesThemNoTombsto
 	equalStrings(t, "popped", got, []string{
 		"Evicted a/queued-low", "Added a/queued-high", "Evicted a/stored-low", "Replaced a/stored-high",
 	})
+}
+
+// blockingTransform returns a transform that, once armed, blocks the first
+// object it is called with until release is closed, after signalling entered.
+func blockingTransform(armed *atomic.Bool, entered, release chan struct{}) toolscache.TransformFunc {
+	var once sync.Once
+	return func(obj any) (any, error) {
+		if armed.Load() {
+			once.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+		return obj, nil
+	}
+}
+
+// A selector change is exact for objects in flight: an object the Reflector
+// admitted under the old selector but not yet queued when the selector
+// changes (in a list made with the old selector, or a watch event being
+// transformed) is refused at the DeltaFIFO if the new selector leaves it out
+// (it never reaches the store or a handler, not even as an add and a
+// relist's delete), and reaches the store if the new selector has it.
+func TestSetShardSelectorIsExactForObjectsInFlight(t *testing.T) {
+	everything := &ShardSelector{Field: ShardByUID, Ranges: []HashRange{FullRange}}
+	for _, path := range []string{"list", "watch"} {
+		t.Run(path, func(t *testing.T) {
+			f := shardedFake()
+			var armed atomic.Bool
+			entered, release := make(chan struct{}), make(chan struct{})
+			armed.Store(path == "list") // blocks the first listed object
+			s := newPodInformer(f, Options{ShardSelector: everything, DisableWatchList: true,
+				Transform: blockingTransform(&armed, entered, release)})
+			rec := newRecorder()
+			reg := addHandler(t, s, rec)
+			startInformer(t, s)
+			initial := "initial"
+			if path == "watch" {
+				waitSynced(t, reg.HasSyncedChecker())
+				equalStrings(t, "store before", names(s.GetStore().List()),
+					[]string{"a/high-0", "a/high-1", "a/low-0", "a/low-1"})
+				armed.Store(true)
+				f.Update(shardPod("a", "low-0", uidsIn(lowerHalf, true, 1)[0]))
+			}
+			select {
+			case <-entered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no object reached the transform")
+			}
+			// The object in the transform was admitted under the old selector.
+			must(t, s.SetShardSelector(testCtx(t), upperHalf))
+			close(release)
+			waitSynced(t, reg.HasSyncedChecker())
+			eventually(t, 10*time.Second, "the new shard settled", s.ShardSettled)
+			eventually(t, 10*time.Second, "the relist applied", func() bool {
+				return s.Indexer().LastStoreSyncResourceVersion() == f.ResourceVersion()
+			})
+			equalStrings(t, "store", names(s.GetStore().List()), []string{"a/high-0", "a/high-1"})
+			var want []string
+			if path == "watch" {
+				want = []string{"add a/low-0@2 " + initial, "add a/low-1@3 " + initial}
+			}
+			equalStrings(t, "events of the old shard", append(rec.forKey("a/low-0"), rec.forKey("a/low-1")...), want)
+			equalStrings(t, "events of the new shard", append(rec.forKey("a/high-0"), rec.forKey("a/high-1")...),
+				[]string{"add a/high-0@4 " + initial, "add a/high-1@5 " + initial})
+		})
+	}
 }

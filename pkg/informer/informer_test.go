@@ -438,6 +438,73 @@ func TestRelistDeletesVanishedObjectsWithTombstones(t *testing.T) {
 	eventually(t, 5*time.Second, "store RV", func() bool { return s.Indexer().LastStoreSyncResourceVersion() == "20" })
 }
 
+// countingTransform returns a transform that marks each pod and counts its
+// calls per name@resourceVersion, and a function returning those counts.
+func countingTransform() (toolscache.TransformFunc, func() string) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	transform := func(obj any) (any, error) {
+		p := obj.(*corev1.Pod)
+		mu.Lock()
+		calls[p.Name+"@"+p.ResourceVersion]++
+		mu.Unlock()
+		p.Annotations = map[string]string{"transformed": "yes"}
+		return p, nil
+	}
+	return transform, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprint(calls)
+	}
+}
+
+// The transform is the Reflector's, applied to what it receives: a relist's
+// tombstone carries the stored (transformed) object, not transformed again.
+func TestTransformNotAppliedToRelistTombstones(t *testing.T) {
+	f := informertest.New(&corev1.Pod{})
+	f.ScriptList(
+		informertest.ListResponse{Items: items(pod("a", "p1", "5"), pod("a", "p2", "6")), ResourceVersion: "10"},
+		informertest.ListResponse{Items: items(pod("a", "p1", "5")), ResourceVersion: "20"},
+	)
+	f.ScriptWatch(
+		informertest.WatchResponse{Events: []watch.Event{informertest.StatusEvent(informertest.ErrExpired())}},
+		informertest.WatchResponse{},
+	)
+	gate := make(chan struct{})
+	transform, calls := countingTransform()
+	s := newPodInformer(&gatedLW{Fake: f, beforeList: 2, gate: gate}, Options{Transform: transform})
+	rec := newRecorder()
+	reg := addHandler(t, s, rec)
+	startInformer(t, s)
+	waitSynced(t, reg.HasSyncedChecker())
+	close(gate)
+	eventually(t, 10*time.Second, "relist applied", func() bool { return rec.count() == 3 })
+	equalStrings(t, "p2", rec.forKey("a/p2"), []string{"add a/p2@6 initial", "delete tombstone(a/p2@6)"})
+	if got := calls(); got != "map[p1@5:2 p2@6:1]" {
+		t.Fatalf("transform calls = %s", got)
+	}
+}
+
+// A resync re-delivers the stored object: the transform does not run again.
+func TestTransformNotAppliedToResyncs(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Now())
+	f := informertest.New(&corev1.Pod{})
+	f.Create(pod("a", "p1", ""))
+	transform, calls := countingTransform()
+	s := newPodInformer(f, Options{Clock: fc, ResyncPeriod: time.Second, Transform: transform})
+	rec := newRecorder()
+	reg := addHandler(t, s, rec)
+	startInformer(t, s)
+	waitSynced(t, reg.HasSyncedChecker())
+	eventually(t, 5*time.Second, "resync timer armed", func() bool { return fc.Waiters() == 2 })
+	fc.Step(time.Second)
+	eventually(t, 5*time.Second, "resync", func() bool { return rec.count() == 2 })
+	equalStrings(t, "events", rec.all(), []string{"add a/p1@2 initial", "update a/p1@2 from 2"})
+	if got := calls(); got != "map[p1@2:1]" {
+		t.Fatalf("transform calls = %s", got)
+	}
+}
+
 func TestLastErrorIsForbiddenUntilListSucceeds(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ScriptList(informertest.ListResponse{Err: informertest.ErrForbidden()})

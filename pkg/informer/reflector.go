@@ -344,6 +344,49 @@ func (r *Reflector) ListAndWatch(ctx context.Context) error {
 	return r.watchLoop(ctx, nil)
 }
 
+// admitHow says what an admitted object becomes (see Reflector.admit).
+type admitHow int
+
+const (
+	// admitListed: a listed or streamed object, encoded early without its
+	// decoded object (a list never holds N decoded objects).
+	admitListed admitHow = iota
+	// admitWatched: an added or modified object, encoded early and kept
+	// decoded for the handlers.
+	admitWatched
+	// admitDeleted: a deleted object, handed on as transformed (the store
+	// only removes its key).
+	admitDeleted
+)
+
+// admitVerdict is what admit did with an object.
+type admitVerdict int
+
+const (
+	admitted     admitVerdict = iota
+	outsideShard              // the shard filter dropped it (counted)
+	dropped                   // its transform failed or returned no object (logged)
+)
+
+// admit is the one path by which a received object (listed, streamed or
+// watched) enters the store: the shard filter sel (ShardSelector.admits),
+// then the transform, then, unless how is admitDeleted, the encoding stage
+// (ReflectorOptions.encode). It returns what the store is given, or the
+// reason the object was dropped.
+func (r *Reflector) admit(ctx context.Context, sel *ShardSelector, obj runtime.Object, how admitHow) (any, admitVerdict) {
+	if !r.keep(sel, obj) {
+		return nil, outsideShard
+	}
+	obj, ok := r.transformed(ctx, obj)
+	if !ok {
+		return nil, dropped
+	}
+	if r.opts.encode == nil || how == admitDeleted {
+		return obj, admitted
+	}
+	return r.opts.encode(obj, how == admitWatched), admitted
+}
+
 // transformed applies the transform; ok is false if the object must be dropped.
 func (r *Reflector) transformed(ctx context.Context, obj runtime.Object) (runtime.Object, bool) {
 	if r.opts.Transform == nil {
@@ -361,15 +404,6 @@ func (r *Reflector) transformed(ctx context.Context, obj runtime.Object) (runtim
 		return nil, false
 	}
 	return o, true
-}
-
-// queued returns what the store is given for the transformed object obj: obj
-// itself, or its early encoding (ReflectorOptions.encode).
-func (r *Reflector) queued(obj runtime.Object, keep bool) any {
-	if r.opts.encode == nil {
-		return obj
-	}
-	return r.opts.encode(obj, keep)
 }
 
 // list runs one consistent, paginated LIST and replaces the store with it.
@@ -422,11 +456,8 @@ func (r *Reflector) list(ctx context.Context) error {
 			page = make([]any, 0, len(part))
 		}
 		for _, o := range part {
-			if !r.keep(sel, o) {
-				continue
-			}
-			if o, ok := r.transformed(ctx, o); ok {
-				page = append(page, r.queued(o, false))
+			if obj, verdict := r.admit(ctx, sel, o, admitListed); verdict == admitted {
+				page = append(page, obj)
 			}
 		}
 		if stream != nil {
@@ -586,111 +617,149 @@ func (r *Reflector) watchLoop(ctx context.Context, open *openWatch) error {
 // error event arrives, the watch stalls, or ctx ends. It returns the number
 // of events applied.
 func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline time.Duration) (int, error) {
-	idle := r.opts.WatchStallTimeout
-	if idle <= 0 || idle > deadline {
-		idle = deadline
-	}
-	timer := r.clock.NewTimer(idle)
-	defer timer.Stop()
-	lastEvent := r.clock.Now()
-	hard := lastEvent.Add(deadline)
+	st := r.newStallTimer(deadline)
+	defer st.timer.Stop()
 	count := 0
-	log := r.logger(ctx)
 	results := w.ResultChan()
 	for n := 0; ; n++ {
-		var e watch.Event
-		ok, received := false, false
-		if n%fullSelectEvery != 0 {
-			// While events flow, take the next one without the full select
-			// (ctx and timer are looked at every fullSelectEvery events).
-			select {
-			case e, ok = <-results:
-				received = true
-			default:
-			}
+		// While events flow, the next one is taken without the full select
+		// (ctx and timer are looked at every fullSelectEvery events).
+		e, ok, waited, err := r.nextEvent(ctx, results, st, n%fullSelectEvery != 0)
+		if !ok || err != nil {
+			return count, err
 		}
-		if !received {
-			select {
-			case <-ctx.Done():
-				return count, nil
-			case req := <-r.relistRequests:
-				return count, req
-			case <-timer.C():
-				// The timer is not re-armed per event (that costs more than the
-				// event's own queueing): it fires idle after it was armed, and
-				// is re-armed for the rest of the idle period if an event came
-				// since (or the rest of the watch's lifetime, if shorter).
-				now := r.clock.Now()
-				next := idle - now.Sub(lastEvent)
-				if left := hard.Sub(now); left < next {
-					next = left
-				}
-				if next > 0 {
-					timer.Reset(next)
-					continue
-				}
-				return count, &ListWatchError{Name: r.name, Op: "watch", Reason: ReasonWatchStalled,
-					Err: fmt.Errorf("no watch event for %s", idle)}
-			case e, ok = <-results:
-			}
-		}
-		if !ok {
-			return count, nil
-		}
-		if e.Type == watch.Error {
-			return count, apierrors.FromObject(e.Object)
-		}
-		if !r.expected(e.Object) {
-			log.Info("dropping watch event of unexpected type", "reflector", r.name, "type", fmt.Sprintf("%T", e.Object))
-			continue
-		}
-		m, err := meta.Accessor(e.Object)
+		applied, err := r.applyEvent(ctx, e)
 		if err != nil {
-			log.Error(err, "dropping watch event without object metadata", "reflector", r.name)
+			return count, err
+		}
+		if !applied {
 			continue
 		}
-		rv := m.GetResourceVersion()
-		if e.Type != watch.Bookmark {
-			if !r.keep(r.shard.Load(), e.Object) {
-				r.advanceRV(rv)
-				continue
-			}
-			obj, ok := r.transformed(ctx, e.Object)
-			if !ok {
-				continue
-			}
-			e.Object = obj
-		}
-		switch e.Type {
-		case watch.Added:
-			err = r.store.Add(r.queued(e.Object, true))
-		case watch.Modified:
-			err = r.store.Update(r.queued(e.Object, true))
-		case watch.Deleted:
-			err = r.store.Delete(e.Object)
-		case watch.Bookmark:
-			if b, ok := r.store.(bookmarker); ok {
-				b.Bookmark(rv)
-			}
-		default:
-			log.Info("dropping watch event of unknown type", "reflector", r.name, "eventType", e.Type)
-			continue
-		}
-		r.opts.metrics.watchEvent(e.Type)
-		if err != nil {
-			log.Error(err, "unable to queue watch event", "reflector", r.name, "eventType", e.Type)
-		}
-		r.advanceRV(rv)
 		count++
-		if !received {
+		if waited {
 			// The clock is read for events taken by the full select only: during
 			// a burst that is one in fullSelectEvery, so the time of the last
 			// event (for the stall timer and the activity metric) is off by at
 			// most that many events.
-			lastEvent = r.clock.Now()
+			st.lastEvent = r.clock.Now()
 			r.opts.metrics.active()
 		}
 	}
+}
+
+// stallTimer is handleWatch's stall detection: the watch is abandoned when
+// nothing came for idle since lastEvent, or at hard (its server-side timeout
+// and a minute).
+type stallTimer struct {
+	idle      time.Duration
+	timer     clock.Timer
+	lastEvent time.Time
+	hard      time.Time
+}
+
+func (r *Reflector) newStallTimer(deadline time.Duration) *stallTimer {
+	idle := r.opts.WatchStallTimeout
+	if idle <= 0 || idle > deadline {
+		idle = deadline
+	}
+	now := r.clock.Now()
+	return &stallTimer{idle: idle, timer: r.clock.NewTimer(idle), lastEvent: now, hard: now.Add(deadline)}
+}
+
+// nextEvent receives the next event of results: at once if one is ready and
+// fast, else by the full select, which also ends the watch (ok false) when
+// ctx ends or results is closed, returns a relist request or a stall as err,
+// and re-arms the stall timer. waited reports the full select.
+func (r *Reflector) nextEvent(
+	ctx context.Context, results <-chan watch.Event, st *stallTimer, fast bool,
+) (e watch.Event, ok, waited bool, err error) {
+	if fast {
+		select {
+		case e, ok = <-results:
+			return e, ok, false, nil
+		default:
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return e, false, true, nil
+		case req := <-r.relistRequests:
+			return e, false, true, req
+		case <-st.timer.C():
+			// The timer is not re-armed per event (that costs more than the
+			// event's own queueing): it fires idle after it was armed, and is
+			// re-armed for the rest of the idle period if an event came since
+			// (or the rest of the watch's lifetime, if shorter).
+			now := r.clock.Now()
+			next := min(st.idle-now.Sub(st.lastEvent), st.hard.Sub(now))
+			if next > 0 {
+				st.timer.Reset(next)
+				continue
+			}
+			return e, false, true, &ListWatchError{Name: r.name, Op: "watch", Reason: ReasonWatchStalled,
+				Err: fmt.Errorf("no watch event for %s", st.idle)}
+		case e, ok = <-results:
+			return e, ok, true, nil
+		}
+	}
+}
+
+// applyEvent hands one watch event to the store: an object through admit
+// (Added, Modified: kept decoded for handlers; Deleted: not encoded), a
+// bookmark's RV to a store that takes bookmarks. It reports whether the event
+// counts as applied (one of another type or without metadata, an object
+// whose transform failed, or an unknown event type do not); an error event
+// is returned as its error.
+func (r *Reflector) applyEvent(ctx context.Context, e watch.Event) (bool, error) {
+	if e.Type == watch.Error {
+		return false, apierrors.FromObject(e.Object)
+	}
+	if !r.expected(e.Object) {
+		r.logger(ctx).Info("dropping watch event of unexpected type", "reflector", r.name, "type", fmt.Sprintf("%T", e.Object))
+		return false, nil
+	}
+	m, err := meta.Accessor(e.Object)
+	if err != nil {
+		r.logger(ctx).Error(err, "dropping watch event without object metadata", "reflector", r.name)
+		return false, nil
+	}
+	rv := m.GetResourceVersion()
+	var obj any
+	if e.Type != watch.Bookmark {
+		how := admitWatched
+		if e.Type == watch.Deleted {
+			how = admitDeleted
+		}
+		var verdict admitVerdict
+		if obj, verdict = r.admit(ctx, r.shard.Load(), e.Object, how); verdict == outsideShard {
+			r.advanceRV(rv)
+			return false, nil
+		} else if verdict == dropped {
+			return false, nil
+		}
+	}
+	switch e.Type {
+	case watch.Added:
+		err = r.store.Add(obj)
+	case watch.Modified:
+		err = r.store.Update(obj)
+	case watch.Deleted:
+		err = r.store.Delete(obj)
+	case watch.Bookmark:
+		if b, ok := r.store.(bookmarker); ok {
+			b.Bookmark(rv)
+		}
+	default:
+		r.logger(ctx).Info("dropping watch event of unknown type", "reflector", r.name, "eventType", e.Type)
+		return false, nil
+	}
+	r.opts.metrics.watchEvent(e.Type)
+	if err != nil {
+		r.logger(ctx).Error(err, "unable to queue watch event", "reflector", r.name, "eventType", e.Type)
+	}
+	r.advanceRV(rv)
+	return true, nil
 }
 
 // advanceRV records rv ("" is ignored) as the last RV seen.

@@ -96,13 +96,14 @@ func (r *Reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel
 	}
 }
 
-// keep reports whether a received object belongs to the shard; objects
-// outside it are counted and dropped. With the server filtering, every
-// object passes; the check also guards against a server that stops honouring
-// the selector (an API server restarted without the gate, or one of several
-// behind a load balancer without it).
+// keep reports whether a received object belongs to the shard sel (the
+// shard filter, ShardSelector.admits); objects outside it are counted and
+// dropped. With the server filtering, every object passes; the check also
+// guards against a server that stops honouring the selector (an API server
+// restarted without the gate, or one of several behind a load balancer
+// without it).
 func (r *Reflector) keep(sel *ShardSelector, obj runtime.Object) bool {
-	if sel == nil || sel.Matches(obj) {
+	if sel.admits(obj) {
 		return true
 	}
 	r.opts.metrics.shardFilteredObject()

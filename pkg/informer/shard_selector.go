@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // ShardField is the object field whose hash places an object in a shard
@@ -123,6 +124,34 @@ func (s *ShardSelector) Matches(obj any) bool {
 		return false
 	}
 	return s.ContainsHash(h)
+}
+
+// admits is the shard filter, the one both of its call sites use: whether
+// obj belongs to the shard s selects (nil: everything). A tombstone is
+// judged by its last known object, and admitted when it has none.
+//
+// It runs twice on an object's way, for two reasons. The Reflector
+// (Reflector.keep) drops what it receives outside its selector before the
+// transform and the encoding, so that a server that ignores the selector
+// costs neither, nor the memory of a relist collected whole. The DeltaFIFO
+// (DeltaFIFO.admitsLocked) applies the selector SetFilter gave it under its
+// queue lock, the same lock under which SetFilter evicts what the new
+// selector leaves out: an object the Reflector admitted under the old
+// selector, still on its way (being transformed or encoded, in a page of a
+// list made with the old selector, in a relist collected whole), is refused
+// at the queue, so nothing outside the new shard enters once the eviction
+// has run.
+func (s *ShardSelector) admits(obj any) bool {
+	if s == nil {
+		return true
+	}
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		if t.Obj == nil {
+			return true
+		}
+		obj = t.Obj
+	}
+	return s.Matches(obj)
 }
 
 // ContainsHash reports whether h is in one of s's ranges (true for nil).

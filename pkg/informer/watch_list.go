@@ -87,6 +87,36 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 	if err != nil {
 		return nil, 0, err
 	}
+	// The first list into an empty store is streamed to it in chunks (see
+	// initialStreamer); any other is collected and Replaced at the bookmark.
+	l := &streamedList{r: r, sel: sel, start: start, stream: r.initialStream(), items: newTable(0),
+		progress: r.newListProgress(ctx, true)}
+	if err := l.receive(ctx, w, timeoutSeconds); err != nil {
+		w.Stop()
+		return nil, 0, err
+	}
+	return w, timeoutSeconds, nil
+}
+
+// streamedList is the state of one WatchList stream's initial events: the
+// objects admitted so far, as chunks handed to the store (stream not nil)
+// or collected in a table for a Replace.
+type streamedList struct {
+	r        *Reflector
+	sel      *ShardSelector
+	start    time.Time
+	stream   initialStreamer
+	chunk    []any
+	streamed int
+	items    table
+	progress *listProgress
+}
+
+// receive takes the initial events of w until the initial-events-end
+// bookmark has installed the list (nil), or returns the error that ends the
+// attempt (see watchList): the caller stops w.
+func (l *streamedList) receive(ctx context.Context, w watch.Interface, timeoutSeconds int64) error {
+	r := l.r
 	limit := r.opts.WatchListTimeout
 	if limit <= 0 {
 		limit = DefaultWatchListTimeout
@@ -104,99 +134,99 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 	defer whole.Stop()
 	events, eventsAtLastCheck := 0, 0
 	timedOut := func(what string, d time.Duration) *ListWatchError {
-		w.Stop()
 		return &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
 			Err: fmt.Errorf("no initial-events-end bookmark %s %s", what, d)}
 	}
-
-	// The first list into an empty store is streamed to it in chunks (see
-	// initialStreamer); any other is collected and Replaced at the bookmark.
-	stream := r.initialStream()
-	var chunk []any
-	streamed := 0
-	items := newTable(0)
-	progress := r.newListProgress(ctx, true)
 	for {
 		select {
 		case <-ctx.Done():
-			w.Stop()
-			return nil, 0, ctx.Err()
+			return ctx.Err()
 		case <-idle.C():
 			if events == eventsAtLastCheck {
-				return nil, 0, timedOut("and no event for", limit)
+				return timedOut("and no event for", limit)
 			}
 			eventsAtLastCheck = events
 			idle.Reset(limit)
 		case <-whole.C():
-			return nil, 0, timedOut("within", overall)
+			return timedOut("within", overall)
 		case e, ok := <-w.ResultChan():
 			if !ok {
-				w.Stop() // the stream ended; this releases the watch's resources
-				return nil, 0, errInitialEventsIncomplete
+				return errInitialEventsIncomplete
 			}
 			events++
-			if e.Type == watch.Error {
-				w.Stop()
-				return nil, 0, apierrors.FromObject(e.Object)
+			if done, err := l.handle(ctx, e); done || err != nil {
+				return err
 			}
-			if !r.expected(e.Object) {
-				continue
-			}
-			m, err := meta.Accessor(e.Object)
-			if err != nil {
-				continue
-			}
-			if e.Type == watch.Bookmark {
-				if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
-					continue
-				}
-				rv := m.GetResourceVersion()
-				if stream != nil {
-					r.appendStreamed(ctx, stream, chunk)
-					streamed += len(chunk)
-					stats := ListStats{Objects: streamed, ResourceVersion: rv, Duration: r.clock.Since(start), WatchList: true}
-					r.installStreamed(stream, sel, rv, stats)
-					return w, timeoutSeconds, nil
-				}
-				// The list is the table's objects themselves (no copy); its
-				// key index goes now, before the FIFO builds its own.
-				list := items.objs
-				items = table{}
-				stats := ListStats{Objects: len(list), ResourceVersion: rv, Duration: r.clock.Since(start), WatchList: true}
-				if err := r.install(ctx, "watchlist", sel, list, rv, stats); err != nil {
-					w.Stop()
-					return nil, 0, err
-				}
-				return w, timeoutSeconds, nil
-			}
-			key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(e.Object)
-			if err != nil {
-				continue
-			}
-			if e.Type != watch.Added {
-				w.Stop()
-				return nil, 0, &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
-					Err: fmt.Errorf("no initial-events-end bookmark before a %s event for %s", e.Type, key)}
-			}
-			if !r.keep(sel, e.Object) {
-				continue
-			}
-			obj, ok := r.transformed(ctx, e.Object)
-			switch {
-			case !ok:
-			case stream != nil:
-				chunk = append(chunk, r.queued(obj, false))
-				if len(chunk) == streamChunk {
-					r.appendStreamed(ctx, stream, chunk)
-					streamed += len(chunk)
-					chunk = make([]any, 0, streamChunk)
-				}
-			default:
-				items.set(key, r.queued(obj, false))
-			}
-			progress.report(streamed+len(chunk)+len(items.objs), 0)
 		}
 	}
+}
+
+// handle takes one event of the stream: an object is admitted (Reflector.admit)
+// into the list, the initial-events-end bookmark installs it (done). Errors:
+// an error event's, a live event before that bookmark, a stale list.
+func (l *streamedList) handle(ctx context.Context, e watch.Event) (done bool, err error) {
+	r := l.r
+	if e.Type == watch.Error {
+		return false, apierrors.FromObject(e.Object)
+	}
+	if !r.expected(e.Object) {
+		return false, nil
+	}
+	m, err := meta.Accessor(e.Object)
+	if err != nil {
+		return false, nil
+	}
+	if e.Type == watch.Bookmark {
+		if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+			return false, nil
+		}
+		return true, l.install(ctx, m.GetResourceVersion())
+	}
+	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(e.Object)
+	if err != nil {
+		return false, nil
+	}
+	if e.Type != watch.Added {
+		return false, &ListWatchError{Name: r.name, Op: "watchlist", Reason: ReasonWatchListTimeout,
+			Err: fmt.Errorf("no initial-events-end bookmark before a %s event for %s", e.Type, key)}
+	}
+	obj, verdict := r.admit(ctx, l.sel, e.Object, admitListed)
+	switch {
+	case verdict != admitted:
+		if verdict == outsideShard {
+			return false, nil
+		}
+	case l.stream != nil:
+		l.chunk = append(l.chunk, obj)
+		if len(l.chunk) == streamChunk {
+			r.appendStreamed(ctx, l.stream, l.chunk)
+			l.streamed += len(l.chunk)
+			l.chunk = make([]any, 0, streamChunk)
+		}
+	default:
+		l.items.set(key, obj)
+	}
+	l.progress.report(l.streamed+len(l.chunk)+len(l.items.objs), 0)
+	return false, nil
+}
+
+// install hands the list, complete at rv, to the store: the last chunk of a
+// streamed one, or the collected table as a Replace.
+func (l *streamedList) install(ctx context.Context, rv string) error {
+	r := l.r
+	if l.stream != nil {
+		r.appendStreamed(ctx, l.stream, l.chunk)
+		l.streamed += len(l.chunk)
+		stats := ListStats{Objects: l.streamed, ResourceVersion: rv, Duration: r.clock.Since(l.start), WatchList: true}
+		r.installStreamed(l.stream, l.sel, rv, stats)
+		return nil
+	}
+	// The list is the table's objects themselves (no copy); its key index
+	// goes now, before the FIFO builds its own.
+	list := l.items.objs
+	l.items = table{}
+	stats := ListStats{Objects: len(list), ResourceVersion: rv, Duration: r.clock.Since(l.start), WatchList: true}
+	return r.install(ctx, "watchlist", l.sel, list, rv, stats)
 }
 
 // streamChunk is the number of a WatchList stream's initial events handed to

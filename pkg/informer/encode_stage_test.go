@@ -260,7 +260,7 @@ func TestShardFilterEvictsQueuedEarlyEncodedObjectsByTheirUID(t *testing.T) {
 	must(t, fifo.Add(ix.encodeEarly(in, false)))
 	must(t, fifo.Add(ix.encodeEarly(out, true)))
 	sel := &ShardSelector{Field: ShardByUID, Ranges: []HashRange{{First: hIn, Last: hIn}}}
-	evicted := fifo.SetFilter(sel.Matches)
+	evicted := fifo.SetFilter(sel)
 	if len(evicted) != 1 || evicted[0] != "ns/out" {
 		t.Fatalf("evicted %q, want [ns/out]", evicted)
 	}

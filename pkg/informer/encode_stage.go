@@ -7,6 +7,16 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
+// The encoding stage of the data path, between the Reflector's transform and
+// the DeltaFIFO: Reflector.admit (shard filter, transform) hands each
+// admitted object to encodeEarly (ReflectorOptions.encode), which, with
+// compact storage on, returns an *encodedObject the DeltaFIFO queues in the
+// object's place (key, resourceVersion, encoding, index values, and the
+// decoded object only for a watch event); without compact storage the object
+// goes on as it is. Downstream, stored (batch writer) and handlerView
+// (informer loop) turn the item back into what the store and the handlers
+// get.
+//
 // Early encoding: with compact storage on, the Reflector encodes each object
 // it receives right after the transform (encodeEarly), and the DeltaFIFO
 // queues the encoding in the object's place. A listed object is then held
