@@ -58,7 +58,9 @@ func (f *DeltaFIFO) SetFilter(sel *ShardSelector) []string {
 }
 
 // admitsLocked reports whether the shard filter admits obj. f.mu held.
-func (f *DeltaFIFO) admitsLocked(obj any) bool { return f.filter.admits(obj) }
+func (f *DeltaFIFO) admitsLocked(obj any) bool {
+	return f.filter == nil || f.filter.admits(obj) // nil: unsharded, no call
+}
 
 // pending reports whether a delta of key is queued or being processed: the
 // store's entry of key may be about to change. SharedIndexInformer.ShardHolds

@@ -103,7 +103,7 @@ func (r *Reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel
 // restarted without the gate, or one of several behind a load balancer
 // without it).
 func (r *Reflector) keep(sel *ShardSelector, obj runtime.Object) bool {
-	if sel.admits(obj) {
+	if sel == nil || sel.admits(obj) { // nil: unsharded, no call
 		return true
 	}
 	r.opts.metrics.shardFilteredObject()
