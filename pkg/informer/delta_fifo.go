@@ -7,41 +7,41 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// DeltaType is the kind of change a Delta carries.
-type DeltaType string
+// deltaType is the kind of change a Delta carries.
+type deltaType string
 
 // The Delta types, as in client-go.
 const (
-	// Added: a watch ADDED event.
-	Added DeltaType = "Added"
-	// Updated: a watch MODIFIED event.
-	Updated DeltaType = "Updated"
-	// Deleted: a watch DELETED event (Object is the last state) or, from
+	// deltaAdded: a watch ADDED event.
+	deltaAdded deltaType = "Added"
+	// deltaUpdated: a watch MODIFIED event.
+	deltaUpdated deltaType = "Updated"
+	// deltaDeleted: a watch DELETED event (Object is the last state) or, from
 	// Replace, a toolscache.DeletedFinalStateUnknown tombstone.
-	Deleted DeltaType = "Deleted"
-	// Replaced: the object was part of a (re)list; it may or may not have
+	deltaDeleted deltaType = "Deleted"
+	// deltaReplaced: the object was part of a (re)list; it may or may not have
 	// changed.
-	Replaced DeltaType = "Replaced"
-	// Sync: a periodic resync re-delivers the stored object.
-	Sync DeltaType = "Sync"
-	// Evicted: the object left the FIFO's filter (a shard hand-off, see
+	deltaReplaced deltaType = "Replaced"
+	// deltaSync: a periodic resync re-delivers the stored object.
+	deltaSync deltaType = "Sync"
+	// deltaEvicted: the object left the FIFO's filter (a shard hand-off, see
 	// DeltaFIFO.SetFilter): it is removed from the store without a
 	// notification.
-	Evicted DeltaType = "Evicted"
+	deltaEvicted deltaType = "Evicted"
 )
 
-// Delta is one change of one object. Object is the object after the change,
+// delta is one change of one object. Object is the object after the change,
 // or for Deleted the last known state (possibly a DeletedFinalStateUnknown).
-type Delta struct {
-	Type   DeltaType
+type delta struct {
+	Type   deltaType
 	Object any
 }
 
-// Deltas are the pending changes of one key, oldest first.
-type Deltas []Delta
+// deltaList are the pending changes of one key, oldest first.
+type deltaList []delta
 
 // Oldest returns the oldest delta, or nil if there is none.
-func (d Deltas) Oldest() *Delta {
+func (d deltaList) Oldest() *delta {
 	if len(d) == 0 {
 		return nil
 	}
@@ -49,16 +49,16 @@ func (d Deltas) Oldest() *Delta {
 }
 
 // Newest returns the newest delta, or nil if there is none.
-func (d Deltas) Newest() *Delta {
+func (d deltaList) Newest() *delta {
 	if len(d) == 0 {
 		return nil
 	}
 	return &d[len(d)-1]
 }
 
-// KeyListerGetter is what the DeltaFIFO needs to know about the store it
+// keyListerGetter is what the DeltaFIFO needs to know about the store it
 // feeds (its "known objects"): the Indexer implements it.
-type KeyListerGetter interface {
+type keyListerGetter interface {
 	ListKeys() []string
 	GetByKey(key string) (item any, exists bool, err error)
 }
@@ -66,28 +66,28 @@ type KeyListerGetter interface {
 // bookmarker is implemented by known objects that track the store's RV.
 type bookmarker interface{ Bookmark(rv string) }
 
-// PopProcessFunc processes all pending Deltas of one key. isInInitialList is
+// popProcessFunc processes all pending Deltas of one key. isInInitialList is
 // true while the items of the first Replace are being popped.
-type PopProcessFunc func(deltas Deltas, isInInitialList bool) error
+type popProcessFunc func(deltas deltaList, isInInitialList bool) error
 
-// ErrFIFOClosed is returned by Pop once the DeltaFIFO is closed and empty.
-var ErrFIFOClosed = errors.New("DeltaFIFO: queue is closed")
+// errFIFOClosed is returned by Pop once the DeltaFIFO is closed and empty.
+var errFIFOClosed = errors.New("DeltaFIFO: queue is closed")
 
-// DeltaFIFOOptions configure a DeltaFIFO. All fields are optional.
-type DeltaFIFOOptions struct {
+// deltaFIFOOptions configure a DeltaFIFO. All fields are optional.
+type deltaFIFOOptions struct {
 	// KeyFunction computes keys; default toolscache.DeletionHandlingMetaNamespaceKeyFunc.
 	KeyFunction toolscache.KeyFunc
 	// KnownObjects is the store the popped Deltas are applied to (the
 	// Indexer). Without it, Replace and Delete only know queued keys and
 	// Resync does nothing. If it also has Bookmark(rv string), the FIFO calls
 	// it with the newest received resourceVersion whenever the queue drains.
-	KnownObjects KeyListerGetter
+	KnownObjects keyListerGetter
 }
 
-// DeltaFIFO is a queue of keys, each with its pending Deltas; it sits between
+// deltaFIFO is a queue of keys, each with its pending Deltas; it sits between
 // the Reflector (producer) and the informer loop (the single consumer).
 //
-// Semantics follow client-go's DeltaFIFO (Replaced deltas enabled, queued-key
+// Semantics follow client-go's deltaFIFO (Replaced deltas enabled, queued-key
 // tombstones as in client-go 1.27+), with these differences:
 //
 //   - Deltas per key are bounded (see mergeDelta): a burst of changes to one
@@ -103,20 +103,20 @@ type DeltaFIFOOptions struct {
 //     one call of its process function (see Replace), so that the consumer
 //     can install the relist at once, as client-go's atomic FIFO (one
 //     ReplacedAll delta) lets its consumer do.
-type DeltaFIFO struct {
+type deltaFIFO struct {
 	keyFunc toolscache.KeyFunc
-	known   KeyListerGetter
+	known   keyListerGetter
 
 	mu    sync.Mutex
 	cond  sync.Cond
-	items map[string]Deltas
+	items map[string]deltaList
 	queue []string
 	// highWater is the most keys queued at once since the items map was
 	// last released (see releaseDrainedLocked).
 	highWater int
 	// spare are emptied Deltas arrays of popped keys, reused for keys that
 	// get queued again (at most maxSpare).
-	spare []Deltas
+	spare []deltaList
 
 	// populated is set by the first Replace, Add, Update or Delete;
 	// initialPopulationCount counts the keys of the first Replace still to be
@@ -144,12 +144,12 @@ type DeltaFIFO struct {
 	filter *ShardSelector
 }
 
-// NewDeltaFIFO returns an empty, open DeltaFIFO.
-func NewDeltaFIFO(opts DeltaFIFOOptions) *DeltaFIFO {
-	f := &DeltaFIFO{
+// newDeltaFIFO returns an empty, open DeltaFIFO.
+func newDeltaFIFO(opts deltaFIFOOptions) *deltaFIFO {
+	f := &deltaFIFO{
 		keyFunc: opts.KeyFunction,
 		known:   opts.KnownObjects,
-		items:   map[string]Deltas{},
+		items:   map[string]deltaList{},
 		synced:  make(chan struct{}),
 	}
 	if f.keyFunc == nil {
@@ -161,8 +161,8 @@ func NewDeltaFIFO(opts DeltaFIFOOptions) *DeltaFIFO {
 
 // KeyOf returns the key of obj, also for Deltas (newest object) and
 // tombstones.
-func (f *DeltaFIFO) KeyOf(obj any) (string, error) {
-	if d, ok := obj.(Deltas); ok {
+func (f *deltaFIFO) KeyOf(obj any) (string, error) {
+	if d, ok := obj.(deltaList); ok {
 		if len(d) == 0 {
 			return "", errors.New("DeltaFIFO: empty Deltas have no key")
 		}
@@ -178,20 +178,20 @@ func (f *DeltaFIFO) KeyOf(obj any) (string, error) {
 }
 
 // Add queues an Added delta for obj.
-func (f *DeltaFIFO) Add(obj any) error {
-	return f.queueObject(Added, obj)
+func (f *deltaFIFO) Add(obj any) error {
+	return f.queueObject(deltaAdded, obj)
 }
 
 // Update queues an Updated delta for obj.
-func (f *DeltaFIFO) Update(obj any) error {
-	return f.queueObject(Updated, obj)
+func (f *deltaFIFO) Update(obj any) error {
+	return f.queueObject(deltaUpdated, obj)
 }
 
 // Delete queues a Deleted delta for obj, unless its key is neither queued,
 // being processed, nor in the known objects: a delete of something the
 // consumer never saw is dropped.
-func (f *DeltaFIFO) Delete(obj any) error {
-	return f.queueObject(Deleted, obj)
+func (f *deltaFIFO) Delete(obj any) error {
+	return f.queueObject(deltaDeleted, obj)
 }
 
 // Replace queues the result of a (re)list: a Replaced delta for every object
@@ -208,7 +208,7 @@ func (f *DeltaFIFO) Delete(obj any) error {
 // the next popBatch takes all of them in one batch, however many they are,
 // with poppedKey.relist set (Pop still pops them one by one). A second
 // relist before that pop extends the span to the whole queue again.
-func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
+func (f *deltaFIFO) Replace(list []any, resourceVersion string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for f.processing {
@@ -245,10 +245,10 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 			continue
 		}
 		newest := ds.Newest()
-		if newest.Type == Deleted || newest.Type == Evicted {
+		if newest.Type == deltaDeleted || newest.Type == deltaEvicted {
 			continue
 		}
-		f.appendLocked(key, Delta{Type: Deleted, Object: toolscache.DeletedFinalStateUnknown{Key: key, Obj: newest.Object}})
+		f.appendLocked(key, delta{Type: deltaDeleted, Object: toolscache.DeletedFinalStateUnknown{Key: key, Obj: newest.Object}})
 	}
 	// Stored keys the list no longer has.
 	if f.known != nil {
@@ -263,7 +263,7 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 			if err != nil || !exists {
 				continue
 			}
-			f.appendLocked(key, Delta{Type: Deleted, Object: toolscache.DeletedFinalStateUnknown{Key: key, Obj: obj}})
+			f.appendLocked(key, delta{Type: deltaDeleted, Object: toolscache.DeletedFinalStateUnknown{Key: key, Obj: obj}})
 		}
 	}
 
@@ -274,7 +274,7 @@ func (f *DeltaFIFO) Replace(list []any, resourceVersion string) error {
 // queueListedLocked queues a Replaced delta for the listed object obj,
 // unless the filter does not admit it; it returns obj's key and whether it
 // was queued, or the key function's error.
-func (f *DeltaFIFO) queueListedLocked(obj any) (key string, queued bool, err error) {
+func (f *deltaFIFO) queueListedLocked(obj any) (key string, queued bool, err error) {
 	if !f.admitsLocked(obj) {
 		return "", false, nil
 	}
@@ -282,14 +282,14 @@ func (f *DeltaFIFO) queueListedLocked(obj any) (key string, queued bool, err err
 	if err != nil {
 		return "", false, toolscache.KeyError{Obj: obj, Err: err}
 	}
-	f.appendLocked(key, Delta{Type: Replaced, Object: obj})
+	f.appendLocked(key, delta{Type: deltaReplaced, Object: obj})
 	return key, true, nil
 }
 
 // finishReplaceLocked ends a Replace: the first one defines the initial
 // list, a later one (a relist) spans the whole queue; resourceVersion is
 // received.
-func (f *DeltaFIFO) finishReplaceLocked(resourceVersion string) {
+func (f *deltaFIFO) finishReplaceLocked(resourceVersion string) {
 	if f.populated {
 		f.relistSpan = len(f.queue)
 	} else {
@@ -309,7 +309,7 @@ func (f *DeltaFIFO) finishReplaceLocked(resourceVersion string) {
 // being processed, so every key of a batch in flight gets its Sync too, with
 // the object that batch stored (as client-go's, whose Pop holds the queue lock
 // while processing). It must not be called from the process function.
-func (f *DeltaFIFO) Resync() error {
+func (f *deltaFIFO) Resync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for f.processing {
@@ -326,14 +326,14 @@ func (f *DeltaFIFO) Resync() error {
 		if err != nil || !exists {
 			continue
 		}
-		f.appendLocked(key, Delta{Type: Sync, Object: obj})
+		f.appendLocked(key, delta{Type: deltaSync, Object: obj})
 	}
 	return nil
 }
 
 // Bookmark records rv as received. The known objects get it (Bookmark) once
 // every delta received before it has been processed.
-func (f *DeltaFIFO) Bookmark(rv string) {
+func (f *deltaFIFO) Bookmark(rv string) {
 	if rv == "" {
 		return
 	}
@@ -349,7 +349,7 @@ func (f *DeltaFIFO) Bookmark(rv string) {
 // There must be a single consumer. An item of the initial list counts as
 // popped (for HasSynced) only after process returned. process may keep the
 // Deltas.
-func (f *DeltaFIFO) Pop(process PopProcessFunc) error {
+func (f *deltaFIFO) Pop(process popProcessFunc) error {
 	return f.pop(1, false, func(batch []poppedKey, _ int) error {
 		return process(batch[0].deltas, batch[0].initial)
 	})
@@ -360,7 +360,7 @@ func (f *DeltaFIFO) Pop(process PopProcessFunc) error {
 // of a relist popped whole (see Replace): a batch's relist keys come first.
 type poppedKey struct {
 	key     string
-	deltas  Deltas
+	deltas  deltaList
 	initial bool
 	relist  bool
 }
@@ -374,18 +374,18 @@ type poppedKey struct {
 // items among them count as popped (for HasSynced) only then. process must
 // not keep the batch or its Deltas after it returns: their arrays are reused
 // for later keys.
-func (f *DeltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued int) error) error {
+func (f *deltaFIFO) popBatch(maxKeys int, process func(batch []poppedKey, queued int) error) error {
 	return f.pop(maxKeys, true, process)
 }
 
 // pop implements Pop and popBatch; batched (popBatch) takes a pending relist
 // whole and reuses the batch's Deltas arrays once process returns.
-func (f *DeltaFIFO) pop(maxKeys int, batched bool, process func(batch []poppedKey, queued int) error) error {
+func (f *deltaFIFO) pop(maxKeys int, batched bool, process func(batch []poppedKey, queued int) error) error {
 	f.mu.Lock()
 	for len(f.queue) == 0 || f.closed {
 		if f.closed {
 			f.mu.Unlock()
-			return ErrFIFOClosed
+			return errFIFOClosed
 		}
 		f.cond.Wait()
 	}
@@ -428,7 +428,7 @@ func (f *DeltaFIFO) pop(maxKeys int, batched bool, process func(batch []poppedKe
 // endPop ends the processing of batch: its keys are no longer in flight,
 // its initial-list items count as popped, and with reuse its Deltas arrays
 // are kept for later keys.
-func (f *DeltaFIFO) endPop(batch []poppedKey, reuse bool) {
+func (f *deltaFIFO) endPop(batch []poppedKey, reuse bool) {
 	n := len(batch)
 	f.mu.Lock()
 	for i := range batch {
@@ -474,20 +474,20 @@ const drainedMapRelease = 1024
 
 // releaseDrainedLocked replaces the items map and queue array by small
 // ones when the queue is empty and they once held many keys.
-func (f *DeltaFIFO) releaseDrainedLocked() {
+func (f *deltaFIFO) releaseDrainedLocked() {
 	// While an initial list is streamed in (see initialStreamer) the queue
 	// drains between its parts: the map is kept for the next part, and let
 	// go at the first drain once the list has ended.
 	if len(f.queue) > 0 || f.highWater <= drainedMapRelease || !f.populated {
 		return
 	}
-	f.items = map[string]Deltas{}
+	f.items = map[string]deltaList{}
 	f.queue = nil
 	f.highWater = 0
 }
 
 // inFlightLocked reports whether key is being processed (Pop or popBatch).
-func (f *DeltaFIFO) inFlightLocked(key string) bool {
+func (f *deltaFIFO) inFlightLocked(key string) bool {
 	if !f.processing {
 		return false
 	}
@@ -498,24 +498,24 @@ func (f *DeltaFIFO) inFlightLocked(key string) bool {
 // HasSynced reports whether every key of the first Replace has been popped
 // and processed, or whether Add, Update or Delete was called before any
 // Replace.
-func (f *DeltaFIFO) HasSynced() bool {
+func (f *deltaFIFO) HasSynced() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.hasSyncedLocked()
 }
 
 // Synced returns a channel that is closed when HasSynced becomes true.
-func (f *DeltaFIFO) Synced() <-chan struct{} { return f.synced }
+func (f *deltaFIFO) Synced() <-chan struct{} { return f.synced }
 
 // Len returns the number of queued keys.
-func (f *DeltaFIFO) Len() int {
+func (f *deltaFIFO) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.queue)
 }
 
 // Close closes the queue: blocked and future Pops return ErrFIFOClosed.
-func (f *DeltaFIFO) Close() {
+func (f *deltaFIFO) Close() {
 	f.mu.Lock()
 	f.closed = true
 	f.cond.Broadcast()
@@ -523,24 +523,24 @@ func (f *DeltaFIFO) Close() {
 }
 
 // IsClosed reports whether Close was called.
-func (f *DeltaFIFO) IsClosed() bool {
+func (f *deltaFIFO) IsClosed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.closed
 }
 
-func (f *DeltaFIFO) hasSyncedLocked() bool {
+func (f *deltaFIFO) hasSyncedLocked() bool {
 	return f.populated && f.initialPopulationCount == 0
 }
 
-func (f *DeltaFIFO) markPopulatedLocked() {
+func (f *deltaFIFO) markPopulatedLocked() {
 	if !f.populated {
 		f.populated = true
 		f.checkSyncedLocked()
 	}
 }
 
-func (f *DeltaFIFO) checkSyncedLocked() {
+func (f *deltaFIFO) checkSyncedLocked() {
 	if !f.syncedClosed && f.hasSyncedLocked() {
 		f.syncedClosed = true
 		close(f.synced)
@@ -549,7 +549,7 @@ func (f *DeltaFIFO) checkSyncedLocked() {
 
 // maybeApplyRVLocked hands the newest received RV to the known objects when
 // nothing is queued or in flight: the store then reflects that RV.
-func (f *DeltaFIFO) maybeApplyRVLocked() {
+func (f *deltaFIFO) maybeApplyRVLocked() {
 	if len(f.queue) > 0 || f.processing || f.receivedRV == f.appliedRV {
 		return
 	}
@@ -561,7 +561,7 @@ func (f *DeltaFIFO) maybeApplyRVLocked() {
 
 // queueObject records obj's RV and appends a delta of type t; a Deleted
 // delta of a key the consumer never saw (see Delete) is dropped.
-func (f *DeltaFIFO) queueObject(t DeltaType, obj any) error {
+func (f *deltaFIFO) queueObject(t deltaType, obj any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.markPopulatedLocked()
@@ -572,7 +572,7 @@ func (f *DeltaFIFO) queueObject(t DeltaType, obj any) error {
 	if !f.admitsLocked(obj) {
 		return nil
 	}
-	if t == Deleted {
+	if t == deltaDeleted {
 		if known, err := f.knowsLocked(key); !known {
 			return err
 		}
@@ -580,13 +580,13 @@ func (f *DeltaFIFO) queueObject(t DeltaType, obj any) error {
 	if rv := objectRV(obj); rv != "" {
 		f.receivedRV = rv
 	}
-	f.appendLocked(key, Delta{Type: t, Object: obj})
+	f.appendLocked(key, delta{Type: t, Object: obj})
 	return nil
 }
 
 // knowsLocked reports whether key is queued, being processed or stored in
 // the known objects, and the known objects' lookup error.
-func (f *DeltaFIFO) knowsLocked(key string) (bool, error) {
+func (f *deltaFIFO) knowsLocked(key string) (bool, error) {
 	if _, queued := f.items[key]; queued || f.inFlightLocked(key) {
 		return true, nil
 	}
@@ -601,7 +601,7 @@ func (f *DeltaFIFO) knowsLocked(key string) (bool, error) {
 const maxSpare = 1024
 
 // appendLocked merges d into key's Deltas and queues key if it was not.
-func (f *DeltaFIFO) appendLocked(key string, d Delta) {
+func (f *deltaFIFO) appendLocked(key string, d delta) {
 	old, queued := f.items[key]
 	if !queued && len(f.spare) > 0 {
 		old = f.spare[len(f.spare)-1]
@@ -628,44 +628,44 @@ func (f *DeltaFIFO) appendLocked(key string, d Delta) {
 //   - M then D, or D then M: kept as two (a deletion, or a re-creation).
 //   - D, M then D: the re-created object was deleted again before anybody saw
 //     it; the trailing M and D are dropped, leaving the first D.
-func mergeDelta(ds Deltas, d Delta) Deltas {
+func mergeDelta(ds deltaList, d delta) deltaList {
 	n := len(ds)
 	if n == 0 {
 		if cap(ds) > 0 {
 			return append(ds, d)
 		}
-		return Deltas{d}
+		return deltaList{d}
 	}
 	last := ds[n-1]
 	switch {
-	case d.Type == Deleted && last.Type == Deleted:
+	case d.Type == deltaDeleted && last.Type == deltaDeleted:
 		if _, tomb := d.Object.(toolscache.DeletedFinalStateUnknown); !tomb {
 			ds[n-1] = d
 		}
 		return ds
-	case d.Type == Deleted:
-		if n >= 2 && ds[n-2].Type == Deleted {
+	case d.Type == deltaDeleted:
+		if n >= 2 && ds[n-2].Type == deltaDeleted {
 			return ds[:n-1]
 		}
 		return append(ds, d)
-	case last.Type == Deleted:
+	case last.Type == deltaDeleted:
 		return append(ds, d)
 	default:
-		ds[n-1] = Delta{Type: strongerType(last.Type, d.Type), Object: d.Object}
+		ds[n-1] = delta{Type: strongerType(last.Type, d.Type), Object: d.Object}
 		return ds
 	}
 }
 
-func strongerType(a, b DeltaType) DeltaType {
-	rank := func(t DeltaType) int {
+func strongerType(a, b deltaType) deltaType {
+	rank := func(t deltaType) int {
 		switch t {
-		case Added:
+		case deltaAdded:
 			return 4
-		case Updated:
+		case deltaUpdated:
 			return 3
-		case Replaced:
+		case deltaReplaced:
 			return 2
-		case Evicted:
+		case deltaEvicted:
 			return 0 // a change that follows an eviction is kept
 		default:
 			return 1

@@ -33,7 +33,7 @@ func renderBatch(batch []poppedKey) []string {
 // popBatchNow pops one batch of up to maxKeys keys from a non-empty queue
 // and returns it rendered (inside process: the Deltas are only valid there)
 // with the queued count process was given.
-func popBatchNow(t *testing.T, f *DeltaFIFO, maxKeys int) (got []string, queued int) {
+func popBatchNow(t *testing.T, f *deltaFIFO, maxKeys int) (got []string, queued int) {
 	t.Helper()
 	must(t, f.popBatch(maxKeys, func(batch []poppedKey, q int) error {
 		got, queued = renderBatch(batch), q
@@ -52,7 +52,7 @@ type inFlightBatch struct {
 // startBatch pops up to maxKeys keys in a goroutine and returns once
 // process runs; process waits for release, then applies the batch to store
 // (if not nil) through a writeBatch, as the informer's pop loop does.
-func startBatch(t *testing.T, f *DeltaFIFO, maxKeys int, store *Indexer) *inFlightBatch {
+func startBatch(t *testing.T, f *deltaFIFO, maxKeys int, store *Indexer) *inFlightBatch {
 	t.Helper()
 	b := &inFlightBatch{release: make(chan struct{}), done: make(chan error, 1)}
 	inside := make(chan []string)
@@ -92,7 +92,7 @@ func applyBatch(store *Indexer, batch []poppedKey) {
 	w := store.beginBatch(len(batch))
 	for _, p := range batch {
 		for _, d := range p.deltas {
-			if d.Type == Deleted {
+			if d.Type == deltaDeleted {
 				w.remove(p.key)
 				continue
 			}
@@ -161,7 +161,7 @@ func TestPopBatchWaitsForAKeyAndReturnsErrFIFOClosedOnClose(t *testing.T) {
 	f.Close()
 	select {
 	case err := <-errc:
-		if !errors.Is(err, ErrFIFOClosed) {
+		if !errors.Is(err, errFIFOClosed) {
 			t.Fatalf("blocked popBatch after Close = %v, want ErrFIFOClosed", err)
 		}
 	case <-time.After(5 * time.Second):
@@ -169,7 +169,7 @@ func TestPopBatchWaitsForAKeyAndReturnsErrFIFOClosedOnClose(t *testing.T) {
 	}
 	must(t, f.Add(pod("a", "y", "2")))
 	err := f.popBatch(10, func([]poppedKey, int) error { return errors.New("process called") })
-	if !errors.Is(err, ErrFIFOClosed) {
+	if !errors.Is(err, errFIFOClosed) {
 		t.Fatalf("popBatch on a closed queue holding a key = %v, want ErrFIFOClosed", err)
 	}
 }
@@ -416,7 +416,7 @@ func TestPopBatchMatchesPop(t *testing.T) {
 		}
 		popSingle := func(n int) {
 			for range n {
-				must(t, fs.Pop(func(ds Deltas, initial bool) error {
+				must(t, fs.Pop(func(ds deltaList, initial bool) error {
 					key, _ := fs.KeyOf(ds)
 					flag := ""
 					if initial {
@@ -424,7 +424,7 @@ func TestPopBatchMatchesPop(t *testing.T) {
 					}
 					popsS = append(popsS, key+flag+"="+strings.Join(render(ds), ","))
 					for _, d := range ds {
-						if d.Type == Deleted {
+						if d.Type == deltaDeleted {
 							single.remove(key)
 						} else {
 							_ = single.put(key, d.Object)
@@ -434,7 +434,7 @@ func TestPopBatchMatchesPop(t *testing.T) {
 				}))
 			}
 		}
-		both := func(op func(f *DeltaFIFO) error) {
+		both := func(op func(f *deltaFIFO) error) {
 			must(t, op(fs))
 			must(t, op(fb))
 		}
@@ -446,7 +446,7 @@ func TestPopBatchMatchesPop(t *testing.T) {
 				server["a/"+p.Name] = p
 				list = append(list, p)
 			}
-			both(func(f *DeltaFIFO) error { return f.Replace(list, strconv.Itoa(rv)) })
+			both(func(f *deltaFIFO) error { return f.Replace(list, strconv.Itoa(rv)) })
 			populated = true
 		}
 		for step := range 60 {
@@ -459,15 +459,15 @@ func TestPopBatchMatchesPop(t *testing.T) {
 				_, exists := server[key]
 				server[key] = p
 				if exists {
-					both(func(f *DeltaFIFO) error { return f.Update(p) })
+					both(func(f *deltaFIFO) error { return f.Update(p) })
 				} else {
-					both(func(f *DeltaFIFO) error { return f.Add(p) })
+					both(func(f *deltaFIFO) error { return f.Add(p) })
 				}
 				populated = true
 			case r < 5: // watch event: delete
 				if old, ok := server[key]; ok {
 					delete(server, key)
-					both(func(f *DeltaFIFO) error { return f.Delete(old) })
+					both(func(f *deltaFIFO) error { return f.Delete(old) })
 					populated = true
 				}
 			case r < 6: // relist: some objects changed, at most one gone, maybe one new
@@ -491,13 +491,13 @@ func TestPopBatchMatchesPop(t *testing.T) {
 					list = append(list, next[k])
 				}
 				server = next
-				both(func(f *DeltaFIFO) error { return f.Replace(list, strconv.Itoa(rv)) })
+				both(func(f *deltaFIFO) error { return f.Replace(list, strconv.Itoa(rv)) })
 				if populated {
 					span = fb.Len()
 				}
 				populated = true
 			case r < 7:
-				both(func(f *DeltaFIFO) error { return f.Resync() })
+				both(func(f *deltaFIFO) error { return f.Resync() })
 			default: // pop k keys from each
 				k := min(1+rng.IntN(5), fs.Len())
 				if fs.Len() != fb.Len() {

@@ -18,7 +18,7 @@ import toolscache "k8s.io/client-go/tools/cache"
 // until no key is being processed, so the known objects it consults are
 // current. The filter is ShardSelector.admits, the Reflector's too (see there
 // why it runs in both).
-func (f *DeltaFIFO) SetFilter(sel *ShardSelector) []string {
+func (f *deltaFIFO) SetFilter(sel *ShardSelector) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for f.processing {
@@ -37,7 +37,7 @@ func (f *DeltaFIFO) SetFilter(sel *ShardSelector) []string {
 		if obj == nil || sel.admits(obj) {
 			continue
 		}
-		f.items[key] = append(ds[:0], Delta{Type: Evicted, Object: obj})
+		f.items[key] = append(ds[:0], delta{Type: deltaEvicted, Object: obj})
 		evicted = append(evicted, key)
 	}
 	if f.known == nil {
@@ -51,21 +51,21 @@ func (f *DeltaFIFO) SetFilter(sel *ShardSelector) []string {
 		if err != nil || !exists || sel.admits(obj) {
 			continue
 		}
-		f.appendLocked(key, Delta{Type: Evicted, Object: obj})
+		f.appendLocked(key, delta{Type: deltaEvicted, Object: obj})
 		evicted = append(evicted, key)
 	}
 	return evicted
 }
 
 // admitsLocked reports whether the shard filter admits obj. f.mu held.
-func (f *DeltaFIFO) admitsLocked(obj any) bool {
+func (f *deltaFIFO) admitsLocked(obj any) bool {
 	return f.filter == nil || f.filter.admits(obj) // nil: unsharded, no call
 }
 
 // pending reports whether a delta of key is queued or being processed: the
 // store's entry of key may be about to change. SharedIndexInformer.ShardHolds
 // uses it to tell an object of a list in flight from an absent one.
-func (f *DeltaFIFO) pending(key string) bool {
+func (f *deltaFIFO) pending(key string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	_, queued := f.items[key]

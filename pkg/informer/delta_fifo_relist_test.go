@@ -8,7 +8,7 @@ import (
 
 // popBatchApplied pops one batch of up to maxKeys keys, applies it to store
 // and returns it rendered, with "relist " before each key marked relist.
-func popBatchApplied(t *testing.T, f *DeltaFIFO, maxKeys int, store *Indexer) []string {
+func popBatchApplied(t *testing.T, f *deltaFIFO, maxKeys int, store *Indexer) []string {
 	t.Helper()
 	var got []string
 	must(t, f.popBatch(maxKeys, func(batch []poppedKey, _ int) error {
@@ -78,7 +78,7 @@ func TestPopBatchTakesARelistWhole(t *testing.T) {
 	if f.Len() != 9 {
 		t.Fatalf("Len after two relists = %d, want 9", f.Len())
 	}
-	must(t, f.Pop(func(ds Deltas, _ bool) error {
+	must(t, f.Pop(func(ds deltaList, _ bool) error {
 		equalStrings(t, "Pop", render(ds), []string{"Replaced:a/p0@1"})
 		applyBatch(store, []poppedKey{{key: "a/p0", deltas: ds}})
 		return nil

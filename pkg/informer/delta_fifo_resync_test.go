@@ -20,7 +20,7 @@ func TestResyncWaitsForTheKeyInFlightAndQueuesItsSync(t *testing.T) {
 	release := make(chan struct{})
 	popped := make(chan error, 1)
 	go func() {
-		popped <- f.Pop(func(ds Deltas, _ bool) error {
+		popped <- f.Pop(func(ds deltaList, _ bool) error {
 			if err := ix.Add(ds.Newest().Object); err != nil {
 				return err
 			}
@@ -49,8 +49,8 @@ func TestResyncWaitsForTheKeyInFlightAndQueuesItsSync(t *testing.T) {
 	if f.Len() != 1 {
 		t.Fatalf("after Resync %d keys are queued, want 1 (a Sync of a/x)", f.Len())
 	}
-	must(t, f.Pop(func(ds Deltas, _ bool) error {
-		if len(ds) != 1 || ds[0].Type != Sync || ds[0].Object.(*corev1.Pod).ResourceVersion != "1" {
+	must(t, f.Pop(func(ds deltaList, _ bool) error {
+		if len(ds) != 1 || ds[0].Type != deltaSync || ds[0].Object.(*corev1.Pod).ResourceVersion != "1" {
 			t.Errorf("queued deltas %v, want one Sync of the stored a/x at RV 1", ds)
 		}
 		return nil

@@ -11,7 +11,7 @@ import (
 )
 
 // render shows Deltas as "Type:obj" strings.
-func render(ds Deltas) []string {
+func render(ds deltaList) []string {
 	out := make([]string, 0, len(ds))
 	for _, d := range ds {
 		out = append(out, string(d.Type)+":"+describe(d.Object))
@@ -21,11 +21,11 @@ func render(ds Deltas) []string {
 
 // popAll pops until the queue is empty and returns key → rendered deltas, in
 // pop order.
-func popAll(t *testing.T, f *DeltaFIFO) (order []string, got map[string][]string) {
+func popAll(t *testing.T, f *deltaFIFO) (order []string, got map[string][]string) {
 	t.Helper()
 	got = map[string][]string{}
 	for f.Len() > 0 {
-		must(t, f.Pop(func(ds Deltas, _ bool) error {
+		must(t, f.Pop(func(ds deltaList, _ bool) error {
 			k, _ := f.KeyOf(ds)
 			order = append(order, k)
 			got[k] = render(ds)
@@ -35,8 +35,8 @@ func popAll(t *testing.T, f *DeltaFIFO) (order []string, got map[string][]string
 	return order, got
 }
 
-func newFIFO(known KeyListerGetter) *DeltaFIFO {
-	return NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: known})
+func newFIFO(known keyListerGetter) *deltaFIFO {
+	return newDeltaFIFO(deltaFIFOOptions{KnownObjects: known})
 }
 
 func TestDeltaFIFOPopsKeysInFirstQueuedOrder(t *testing.T) {
@@ -54,40 +54,40 @@ func TestDeltaFIFOCoalescesBurstPerKey(t *testing.T) {
 	//nolint:goconst // expected values are spelled out so the test reads as its specification
 	cases := []struct {
 		name string
-		ops  func(f *DeltaFIFO)
+		ops  func(f *deltaFIFO)
 		want []string
 	}{
-		{"Added+Updated+Updated → Added(latest)", func(f *DeltaFIFO) {
+		{"Added+Updated+Updated → Added(latest)", func(f *deltaFIFO) {
 			_ = f.Add(pod("a", "x", "1"))
 			_ = f.Update(pod("a", "x", "2"))
 			_ = f.Update(pod("a", "x", "3"))
 		}, []string{"Added:a/x@3"}},
-		{"Updated+Updated → Updated(latest)", func(f *DeltaFIFO) {
+		{"Updated+Updated → Updated(latest)", func(f *deltaFIFO) {
 			_ = f.Update(pod("a", "x", "2"))
 			_ = f.Update(pod("a", "x", "3"))
 		}, []string{"Updated:a/x@3"}},
-		{"Updated+Deleted kept as two", func(f *DeltaFIFO) {
+		{"Updated+Deleted kept as two", func(f *deltaFIFO) {
 			_ = f.Update(pod("a", "x", "2"))
 			_ = f.Delete(pod("a", "x", "3"))
 		}, []string{"Updated:a/x@2", "Deleted:a/x@3"}},
-		{"Deleted then Added kept as two", func(f *DeltaFIFO) {
+		{"Deleted then Added kept as two", func(f *deltaFIFO) {
 			_ = f.Update(pod("a", "x", "2"))
 			_ = f.Delete(pod("a", "x", "3"))
 			_ = f.Add(pod("a", "x", "4"))
 			_ = f.Update(pod("a", "x", "5"))
 		}, []string{"Updated:a/x@2", "Deleted:a/x@3", "Added:a/x@5"}},
-		{"re-created and deleted again while queued → first delete", func(f *DeltaFIFO) {
+		{"re-created and deleted again while queued → first delete", func(f *deltaFIFO) {
 			_ = f.Update(pod("a", "x", "2"))
 			_ = f.Delete(pod("a", "x", "3"))
 			_ = f.Add(pod("a", "x", "4"))
 			_ = f.Delete(pod("a", "x", "5"))
 		}, []string{"Updated:a/x@2", "Deleted:a/x@3"}},
-		{"consecutive deletes deduplicated, real delete wins over tombstone", func(f *DeltaFIFO) {
+		{"consecutive deletes deduplicated, real delete wins over tombstone", func(f *deltaFIFO) {
 			_ = f.Update(pod("a", "x", "2"))
 			_ = f.Delete(pod("a", "x", "3"))
 			_ = f.Delete(toolscache.DeletedFinalStateUnknown{Key: "a/x", Obj: pod("a", "x", "2")})
 		}, []string{"Updated:a/x@2", "Deleted:a/x@3"}},
-		{"Replaced+Updated → Updated(latest)", func(f *DeltaFIFO) {
+		{"Replaced+Updated → Updated(latest)", func(f *deltaFIFO) {
 			_ = f.Replace([]any{pod("a", "x", "2")}, "2")
 			_ = f.Update(pod("a", "x", "3"))
 		}, []string{"Updated:a/x@3"}},
@@ -209,7 +209,7 @@ func TestDeltaFIFOHasSyncedAfterFirstReplacePopped(t *testing.T) {
 	must(t, f.Add(pod("a", "z", "3"))) // after the list: not part of the initial population
 	var initial []bool
 	pop := func() {
-		must(t, f.Pop(func(ds Deltas, isInitial bool) error {
+		must(t, f.Pop(func(ds deltaList, isInitial bool) error {
 			initial = append(initial, isInitial)
 			if isInitial && f.HasSynced() {
 				t.Error("synced while the last initial item is being processed")
@@ -264,7 +264,7 @@ func TestPopDoesNotHoldQueueLockWhileProcessing(t *testing.T) {
 	release := make(chan struct{})
 	done := make(chan error)
 	go func() {
-		done <- f.Pop(func(Deltas, bool) error {
+		done <- f.Pop(func(deltaList, bool) error {
 			close(inside)
 			<-release
 			return nil
@@ -293,7 +293,7 @@ func TestReplaceWaitsForInFlightKey(t *testing.T) {
 	inside := make(chan struct{})
 	release := make(chan struct{})
 	go func() {
-		_ = f.Pop(func(ds Deltas, _ bool) error {
+		_ = f.Pop(func(ds deltaList, _ bool) error {
 			close(inside)
 			<-release
 			return known.Add(ds.Newest().Object) // the consumer stores it
@@ -322,7 +322,7 @@ func TestDeltaFIFODeleteOfInFlightKeyIsKept(t *testing.T) {
 	inside := make(chan struct{})
 	release := make(chan struct{})
 	go func() {
-		_ = f.Pop(func(Deltas, bool) error { close(inside); <-release; return nil })
+		_ = f.Pop(func(deltaList, bool) error { close(inside); <-release; return nil })
 	}()
 	<-inside
 	must(t, f.Delete(pod("a", "x", "2")))
@@ -339,11 +339,11 @@ func TestDeltaFIFODeleteOfInFlightKeyIsKept(t *testing.T) {
 func TestCloseUnblocksPop(t *testing.T) {
 	f := newFIFO(nil)
 	done := make(chan error)
-	go func() { done <- f.Pop(func(Deltas, bool) error { return nil }) }()
+	go func() { done <- f.Pop(func(deltaList, bool) error { return nil }) }()
 	f.Close()
 	select {
 	case err := <-done:
-		if !errors.Is(err, ErrFIFOClosed) {
+		if !errors.Is(err, errFIFOClosed) {
 			t.Fatalf("Pop = %v, want ErrFIFOClosed", err)
 		}
 	case <-time.After(5 * time.Second):

@@ -65,7 +65,7 @@ func TestEarlyEncodingQueuesListedObjectsAsBytesAndWatchedOnesWithTheirObject(t 
 				f.Create(p)
 			}
 			store := &rawStore{}
-			r := NewReflector(f, &corev1.Pod{}, store, ReflectorOptions{
+			r := newReflector(f, &corev1.Pod{}, store, reflectorOptions{
 				Backoff: fastBackoff, Transform: stripAnnotations, encode: ix.encodeEarly,
 			})
 			ctx, cancel := context.WithCancel(context.Background())
@@ -251,7 +251,7 @@ func TestHandlerViewOfQueuedTombstoneHoldsTheDecodedObject(t *testing.T) {
 
 func TestShardFilterEvictsQueuedEarlyEncodedObjectsByTheirUID(t *testing.T) {
 	ix := NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, nil, IndexerOptions{Codec: podCodec(t)})
-	fifo := NewDeltaFIFO(DeltaFIFOOptions{KeyFunction: toolscache.MetaNamespaceKeyFunc, KnownObjects: ix})
+	fifo := newDeltaFIFO(deltaFIFOOptions{KeyFunction: toolscache.MetaNamespaceKeyFunc, KnownObjects: ix})
 	in, out := fullPod("ns", "in", "3"), fullPod("ns", "out", "4")
 	hIn := ShardHash(string(in.UID))
 	if hIn == ShardHash(string(out.UID)) {

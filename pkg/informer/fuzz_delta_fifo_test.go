@@ -29,7 +29,7 @@ func (ix *Indexer) remove(key string) {
 	ix.table.Load().remove(key)
 }
 
-func (c *fifoConsumer) process(ds Deltas, _ bool) error {
+func (c *fifoConsumer) process(ds deltaList, _ bool) error {
 	c.t.Helper()
 	if len(ds) == 0 || len(ds) > 3 {
 		c.t.Fatalf("popped %d deltas, want 1..3", len(ds))
@@ -37,7 +37,7 @@ func (c *fifoConsumer) process(ds Deltas, _ bool) error {
 	for _, d := range ds {
 		key := keyOfObj(d.Object)
 		stored, exists, _ := c.store.GetByKey(key)
-		if d.Type == Deleted {
+		if d.Type == deltaDeleted {
 			if exists {
 				c.dead[stored.(*corev1.Pod).UID] = true
 				c.store.remove(key)
@@ -56,7 +56,7 @@ func (c *fifoConsumer) process(ds Deltas, _ bool) error {
 // checkFIFOShape checks the queue's structural invariants: every queued key
 // once, items and queue agree, at most three Deltas per key and never two
 // deletes in a row.
-func checkFIFOShape(t *testing.T, f *DeltaFIFO, step int) {
+func checkFIFOShape(t *testing.T, f *deltaFIFO, step int) {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -74,7 +74,7 @@ func checkFIFOShape(t *testing.T, f *DeltaFIFO, step int) {
 			t.Fatalf("step %d: key %s holds %d deltas", step, k, len(ds))
 		}
 		for i := 1; i < len(ds); i++ {
-			if ds[i].Type == Deleted && ds[i-1].Type == Deleted {
+			if ds[i].Type == deltaDeleted && ds[i-1].Type == deltaDeleted {
 				t.Fatalf("step %d: key %s holds two deletes in a row", step, k)
 			}
 		}
@@ -96,7 +96,7 @@ func FuzzDeltaFIFOOperations(f *testing.F) {
 	f.Add(slices.Repeat([]byte{0, 3, 1, 3, 0, 7, 2, 0x3c, 3, 4, 0, 7, 1, 7, 3}, 20))
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		store := NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, nil)
-		fifo := NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: store})
+		fifo := newDeltaFIFO(deltaFIFOOptions{KnownObjects: store})
 		c := &fifoConsumer{t: t, store: store, dead: map[types.UID]bool{}}
 		server := map[string]*corev1.Pod{}
 		rv, uid := 0, 0

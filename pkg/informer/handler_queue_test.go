@@ -280,7 +280,7 @@ func TestStoppedRegistrationDropsNotifications(t *testing.T) {
 }
 
 // queuedDeltas returns how many Deltas the DeltaFIFO holds for key.
-func queuedDeltas(f *DeltaFIFO, key string) int {
+func queuedDeltas(f *deltaFIFO, key string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.items[key])

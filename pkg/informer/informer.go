@@ -148,7 +148,7 @@ type SharedIndexInformer struct {
 	opts                 Options
 	clock                clock.WithTicker
 	indexer              *Indexer
-	fifo                 *DeltaFIFO
+	fifo                 *deltaFIFO
 
 	// deliverMu is held while a popped key is applied and distributed, and
 	// while handlers are added or removed (so a new handler's replay and the
@@ -165,7 +165,7 @@ type SharedIndexInformer struct {
 	transform         toolscache.TransformFunc
 	watchErrorHandler toolscache.WatchErrorHandlerWithContext
 	handlers          []*HandlerRegistration
-	reflector         *Reflector
+	reflector         *reflector
 	// checkMu guards lastDrift, the last consistency check's report.
 	checkMu    sync.Mutex
 	lastDrift  *DriftReport
@@ -210,7 +210,7 @@ func NewSharedIndexInformer(
 	}
 	s.indexer = NewIndexerWithOptions(toolscache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers,
 		IndexerOptions{Codec: opts.StorageCodec, OnCodecError: s.codecError})
-	s.fifo = NewDeltaFIFO(DeltaFIFOOptions{
+	s.fifo = newDeltaFIFO(deltaFIFOOptions{
 		KeyFunction:  toolscache.DeletionHandlingMetaNamespaceKeyFunc,
 		KnownObjects: s.indexer,
 	})
@@ -283,7 +283,7 @@ func (s *SharedIndexInformer) LastListStats() (stats ListStats, ok bool) {
 	return ListStats{}, false
 }
 
-func (s *SharedIndexInformer) getReflector() *Reflector {
+func (s *SharedIndexInformer) getReflector() *reflector {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reflector
@@ -360,7 +360,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	// too, instead of klog's global logger.
 	ctx = logr.NewContext(ctx, log)
 	im := s.startMetrics()
-	s.reflector = NewReflector(s.lw, s.example, s.fifo, ReflectorOptions{
+	s.reflector = newReflector(s.lw, s.example, s.fifo, reflectorOptions{
 		Name:                 s.name,
 		Transform:            s.transform,
 		DisableWatchList:     s.opts.DisableWatchList || s.watchListUnsupported,
@@ -402,7 +402,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	})
 	for {
 		err := s.fifo.popBatch(maxPopBatch, s.handleBatch)
-		if errors.Is(err, ErrFIFOClosed) {
+		if errors.Is(err, errFIFOClosed) {
 			break
 		}
 		if err != nil {
@@ -669,13 +669,13 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 		// key function.
 		key := p.key
 		for _, d := range p.deltas {
-			if d.Type == Evicted {
+			if d.Type == deltaEvicted {
 				if w.take(key) != nil {
 					evicted++
 				}
 				continue
 			}
-			if d.Type == Deleted {
+			if d.Type == deltaDeleted {
 				if w.take(key) != nil && listening {
 					notes = append(notes, batchNote{key: key, n: notification{kind: noteDelete, newObj: s.indexer.handlerView(d.Object)}})
 				}
@@ -690,7 +690,7 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 			case old == nil:
 				notes = append(notes, batchNote{key: key, n: notification{kind: noteAdd, newObj: s.indexer.handlerView(d.Object), initial: p.initial}})
 			default:
-				isSync := d.Type == Sync || (d.Type == Replaced && sameStored(old, rec, d.Object))
+				isSync := d.Type == deltaSync || (d.Type == deltaReplaced && sameStored(old, rec, d.Object))
 				n := notification{kind: noteUpdate, oldObj: s.indexer.handlerObject(key, old), newObj: s.indexer.handlerView(d.Object)}
 				notes = append(notes, batchNote{key: key, n: n, isSync: isSync})
 			}

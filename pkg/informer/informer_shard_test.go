@@ -64,7 +64,7 @@ func names(objs []any) []string {
 func TestShardedListAndWatchCarryTheShardSelector(t *testing.T) {
 	f := shardedFake()
 	f.ServeShardSelector(fakeServer)
-	run := runReflector(t, f, ReflectorOptions{ShardSelector: lowerHalf, DisableWatchList: true})
+	run := runReflector(t, f, reflectorOptions{ShardSelector: lowerHalf, DisableWatchList: true})
 	reqs := waitRequests(t, f, 2)
 	for _, r := range reqs[:2] {
 		if r.Options.ShardSelector != lowerHalf.String() {
@@ -118,7 +118,7 @@ func TestWatchListLearnsServerShardingFromAOneObjectList(t *testing.T) {
 				f.ServeShardSelector(fakeServer)
 				want = ServerShardingHonoured
 			}
-			run := runReflector(t, f, ReflectorOptions{ShardSelector: upperHalf})
+			run := runReflector(t, f, reflectorOptions{ShardSelector: upperHalf})
 			reqs := waitRequests(t, f, 2)
 			equalStrings(t, "requests", summarize(reqs[:2]), []string{`list rv="" limit=1`, reqWatchList})
 			for _, r := range reqs[:2] {
@@ -205,7 +205,7 @@ func TestDeltaFIFOSetFilterEvictsQueuedAndStoredKeysAndReplaceGivesThemNoTombsto
 	high := uidsIn(upperHalf, true, 2)
 	must(t, ix.Add(shardPod("a", "stored-low", low[0])))
 	must(t, ix.Add(shardPod("a", "stored-high", high[0])))
-	f := NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: ix})
+	f := newDeltaFIFO(deltaFIFOOptions{KnownObjects: ix})
 	must(t, f.Add(shardPod("a", "queued-low", low[1])))
 	must(t, f.Add(shardPod("a", "queued-high", high[1])))
 
@@ -220,7 +220,7 @@ func TestDeltaFIFOSetFilterEvictsQueuedAndStoredKeysAndReplaceGivesThemNoTombsto
 	}, "9"))
 	var got []string
 	for f.Len() > 0 {
-		must(t, f.Pop(func(ds Deltas, _ bool) error {
+		must(t, f.Pop(func(ds deltaList, _ bool) error {
 			for _, d := range ds {
 				got = append(got, fmt.Sprintf("%s %s", d.Type, keyOfObj(d.Object)))
 			}

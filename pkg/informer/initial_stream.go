@@ -37,7 +37,7 @@ type initialStreamer interface {
 	endInitialStream(resourceVersion string)
 }
 
-func (f *DeltaFIFO) beginInitialStream() bool {
+func (f *deltaFIFO) beginInitialStream() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.populated || len(f.items) > 0 || f.processing || f.closed {
@@ -46,7 +46,7 @@ func (f *DeltaFIFO) beginInitialStream() bool {
 	return f.known == nil || len(f.known.ListKeys()) == 0
 }
 
-func (f *DeltaFIFO) appendInitial(part []any) error {
+func (f *deltaFIFO) appendInitial(part []any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var errs []error
@@ -58,7 +58,7 @@ func (f *DeltaFIFO) appendInitial(part []any) error {
 	return errors.Join(errs...)
 }
 
-func (f *DeltaFIFO) endInitialStream(resourceVersion string) {
+func (f *deltaFIFO) endInitialStream(resourceVersion string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// As Replace: a batch in flight holds keys of this list that are not

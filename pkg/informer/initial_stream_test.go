@@ -101,7 +101,7 @@ func TestStreamedWatchListEndsAtItsBookmarkWithEveryObject(t *testing.T) {
 
 func TestOnlyAFirstListIntoAnEmptyStoreIsStreamed(t *testing.T) {
 	known := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
-	fifo := NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: known})
+	fifo := newDeltaFIFO(deltaFIFOOptions{KnownObjects: known})
 	if !fifo.beginInitialStream() {
 		t.Fatal("an empty, never populated FIFO refuses to stream")
 	}
@@ -116,7 +116,7 @@ func TestOnlyAFirstListIntoAnEmptyStoreIsStreamed(t *testing.T) {
 	if fifo.HasSynced() {
 		t.Fatal("synced with the streamed key not popped")
 	}
-	must(t, fifo.Pop(func(Deltas, bool) error { return nil }))
+	must(t, fifo.Pop(func(deltaList, bool) error { return nil }))
 	if !fifo.HasSynced() {
 		t.Fatal("not synced once the streamed list was popped")
 	}
@@ -127,7 +127,7 @@ func TestOnlyAFirstListIntoAnEmptyStoreIsStreamed(t *testing.T) {
 	// Never populated, but the store holds an object (written around the FIFO).
 	known2 := NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
 	must(t, known2.Add(pod("a", "y", "2")))
-	if NewDeltaFIFO(DeltaFIFOOptions{KnownObjects: known2}).beginInitialStream() {
+	if newDeltaFIFO(deltaFIFOOptions{KnownObjects: known2}).beginInitialStream() {
 		t.Fatal("a FIFO whose store holds objects accepts a streamed list")
 	}
 }

@@ -257,7 +257,7 @@ func TestRESTListWatchStreamsInitialListWithWatchListParameters(t *testing.T) {
 	}
 	lw := NewRESTListWatch(client, podsResource, true, scheme.ParameterCodec,
 		ListWatchOptions{Namespace: ns1, AllowWatchBookmarks: true})
-	run := runReflector(t, lw, ReflectorOptions{})
+	run := runReflector(t, lw, reflectorOptions{})
 	eventually(t, 10*time.Second, "streamed list installed", func() bool { return len(run.store.all()) > 0 })
 	equalStrings(t, "store", run.store.all(), []string{"replace [ns1/p1@3 ns1/p2@7] rv=9"})
 	if st, ok := run.r.LastListStats(); !ok || !st.WatchList {
@@ -320,7 +320,7 @@ func TestMetadataListWatchStampsGVKOnStreamedInitialEvents(t *testing.T) {
 	example := &metav1.PartialObjectMetadata{}
 	example.SetGroupVersionKind(podGVK)
 	store := &objStore{}
-	r := NewReflector(lw, example, store, ReflectorOptions{Backoff: fastBackoff})
+	r := newReflector(lw, example, store, reflectorOptions{Backoff: fastBackoff})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()

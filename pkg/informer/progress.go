@@ -26,7 +26,7 @@ type listProgress struct {
 }
 
 // newListProgress starts the progress report of one list.
-func (r *Reflector) newListProgress(ctx context.Context, streamed bool) *listProgress {
+func (r *reflector) newListProgress(ctx context.Context, streamed bool) *listProgress {
 	interval := r.opts.ListProgressInterval
 	if interval == 0 {
 		interval = DefaultListProgressInterval

@@ -22,10 +22,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// ReflectorStore receives what the Reflector lists and watches (the
+// reflectorStore receives what the Reflector lists and watches (the
 // DeltaFIFO). If it also has Bookmark(rv string), watch bookmarks are passed
 // on.
-type ReflectorStore interface {
+type reflectorStore interface {
 	Add(obj any) error
 	Update(obj any) error
 	Delete(obj any) error
@@ -51,8 +51,8 @@ const DefaultWatchListTimeout = 10 * time.Second
 // after a backoff delay instead of at once.
 const shortWatch = time.Second
 
-// ReflectorOptions configure a Reflector. All fields are optional.
-type ReflectorOptions struct {
+// reflectorOptions configure a Reflector. All fields are optional.
+type reflectorOptions struct {
 	// Name for logs and errors; default: the example object's Go type.
 	Name string
 	// PageSize of LIST requests; 0 = DefaultPageSize.
@@ -115,7 +115,7 @@ type ListStats struct {
 	WatchList bool
 }
 
-// Reflector keeps a ReflectorStore in step with the server: ListAndWatch
+// reflector keeps a ReflectorStore in step with the server: ListAndWatch
 // gets the complete state at resourceVersion "" (a consistent read) —
 // streamed (WatchList, see watchList) when the ListerWatcher supports it,
 // else by a paginated LIST — Replaces the store with it, then watches from
@@ -140,13 +140,13 @@ type ListStats struct {
 // is not installed (ReasonStaleList). Watch events of another Go type (or,
 // for unstructured, another GroupVersionKind) than the example object are
 // dropped; watch.Error events become errors via apierrors.FromObject.
-type Reflector struct {
+type reflector struct {
 	name         string
 	lw           toolscache.ListerWatcherWithContext
-	store        ReflectorStore
+	store        reflectorStore
 	expectedType reflect.Type
 	expectedGVK  schema.GroupVersionKind
-	opts         ReflectorOptions
+	opts         reflectorOptions
 	clock        clock.WithTicker
 	backoff      *backoffState
 
@@ -182,13 +182,13 @@ type Reflector struct {
 // consistent read (RV ""), at once and without backoff; reason is logged.
 // Requests made while a list is under way, or while one is pending, are one.
 // The consistency check uses it to heal drift.
-func (r *Reflector) RequestRelist(reason string) {
+func (r *reflector) RequestRelist(reason string) {
 	r.requestRelist(RelistCauseDrift, reason)
 }
 
 // requestRelist is RequestRelist with the relist's cause, one of the
 // RelistCause* values (counted in deltacache_informer_relists_total).
-func (r *Reflector) requestRelist(cause, reason string) {
+func (r *reflector) requestRelist(cause, reason string) {
 	select {
 	case r.relistRequests <- errRelistRequested{cause: cause, reason: reason}:
 	default:
@@ -201,12 +201,12 @@ type errRelistRequested struct{ cause, reason string }
 
 func (e errRelistRequested) Error() string { return "relist requested: " + e.reason }
 
-// NewReflector returns a Reflector that feeds store from lw. expectedType is
+// newReflector returns a Reflector that feeds store from lw. expectedType is
 // an example of the objects (e.g. &corev1.Pod{}); nil disables type checks.
-func NewReflector(
-	lw toolscache.ListerWatcherWithContext, expectedType runtime.Object, store ReflectorStore, opts ReflectorOptions,
-) *Reflector {
-	r := &Reflector{lw: lw, store: store, opts: opts, clock: opts.Clock, relistRequests: make(chan errRelistRequested, 1)}
+func newReflector(
+	lw toolscache.ListerWatcherWithContext, expectedType runtime.Object, store reflectorStore, opts reflectorOptions,
+) *reflector {
+	r := &reflector{lw: lw, store: store, opts: opts, clock: opts.Clock, relistRequests: make(chan errRelistRequested, 1)}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
@@ -237,11 +237,11 @@ func NewReflector(
 }
 
 // Name returns the Reflector's name.
-func (r *Reflector) Name() string { return r.name }
+func (r *reflector) Name() string { return r.name }
 
 // LastSyncResourceVersion returns the RV of the last list, event or bookmark
 // applied to the store ("" before the first list).
-func (r *Reflector) LastSyncResourceVersion() string {
+func (r *reflector) LastSyncResourceVersion() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastRV
@@ -249,20 +249,20 @@ func (r *Reflector) LastSyncResourceVersion() string {
 
 // LastError returns the last list/watch error (a *ListWatchError) if no list
 // or watch has succeeded since, else nil.
-func (r *Reflector) LastError() error {
+func (r *reflector) LastError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastErr
 }
 
 // LastListStats describes the last successful list; ok is false before one.
-func (r *Reflector) LastListStats() (stats ListStats, ok bool) {
+func (r *reflector) LastListStats() (stats ListStats, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastList, r.listCount > 0
 }
 
-func (r *Reflector) logger(ctx context.Context) logr.Logger {
+func (r *reflector) logger(ctx context.Context) logr.Logger {
 	if r.opts.Logger != nil {
 		return *r.opts.Logger
 	}
@@ -270,7 +270,7 @@ func (r *Reflector) logger(ctx context.Context) logr.Logger {
 }
 
 // Run lists and watches until ctx ends, backing off after failures.
-func (r *Reflector) Run(ctx context.Context) {
+func (r *reflector) Run(ctx context.Context) {
 	log := r.logger(ctx).WithValues("reflector", r.name)
 	// An unusable RV is answered by an immediate relist, at most once a
 	// minute: a server that keeps answering 410 gets the backoff.
@@ -305,7 +305,7 @@ func (r *Reflector) Run(ctx context.Context) {
 // ListAndWatch lists once (streamed, if WatchList is on and allowed, else
 // paginated), then watches until the context ends or a relist is needed. It
 // returns the error that ended it (nil when the context ended).
-func (r *Reflector) ListAndWatch(ctx context.Context) error {
+func (r *reflector) ListAndWatch(ctx context.Context) error {
 	select { // the list below is the relist any pending request asked for
 	case <-r.relistRequests:
 	default:
@@ -373,7 +373,7 @@ const (
 // then the transform, then, unless how is admitDeleted, the encoding stage
 // (ReflectorOptions.encode). It returns what the store is given, or the
 // reason the object was dropped.
-func (r *Reflector) admit(ctx context.Context, sel *ShardSelector, obj runtime.Object, how admitHow) (any, admitVerdict) {
+func (r *reflector) admit(ctx context.Context, sel *ShardSelector, obj runtime.Object, how admitHow) (any, admitVerdict) {
 	if !r.keep(sel, obj) {
 		return nil, outsideShard
 	}
@@ -388,7 +388,7 @@ func (r *Reflector) admit(ctx context.Context, sel *ShardSelector, obj runtime.O
 }
 
 // transformed applies the transform; ok is false if the object must be dropped.
-func (r *Reflector) transformed(ctx context.Context, obj runtime.Object) (runtime.Object, bool) {
+func (r *reflector) transformed(ctx context.Context, obj runtime.Object) (runtime.Object, bool) {
 	if r.opts.Transform == nil {
 		return obj, true
 	}
@@ -409,7 +409,7 @@ func (r *Reflector) transformed(ctx context.Context, obj runtime.Object) (runtim
 // list runs one consistent, paginated LIST and replaces the store with it.
 // The first list into an empty store is streamed to it page by page (see
 // initialStreamer); any other is collected and Replaced at once.
-func (r *Reflector) list(ctx context.Context) error {
+func (r *reflector) list(ctx context.Context) error {
 	start := r.clock.Now()
 	sel := r.shard.Load()
 	opts := metav1.ListOptions{ResourceVersion: "", Limit: r.opts.PageSize}
@@ -488,7 +488,7 @@ func (r *Reflector) list(ctx context.Context) error {
 
 // initialStream returns the store as an initialStreamer when the list about
 // to be made may be streamed to it; nil otherwise.
-func (r *Reflector) initialStream() initialStreamer {
+func (r *reflector) initialStream() initialStreamer {
 	if s, ok := r.store.(initialStreamer); ok && s.beginInitialStream() {
 		return s
 	}
@@ -498,7 +498,7 @@ func (r *Reflector) initialStream() initialStreamer {
 // installStreamed ends a streamed list at rv, made with the shard selector
 // sel, as install does for a collected one (a first list cannot be older than
 // what the store holds).
-func (r *Reflector) installStreamed(s initialStreamer, sel *ShardSelector, rv string, stats ListStats) {
+func (r *reflector) installStreamed(s initialStreamer, sel *ShardSelector, rv string, stats ListStats) {
 	r.recordList(rv, stats)
 	s.endInitialStream(rv)
 	r.recordShardList(sel)
@@ -507,7 +507,7 @@ func (r *Reflector) installStreamed(s initialStreamer, sel *ShardSelector, rv st
 
 // install replaces the store with a complete list at rv, made with the shard
 // selector sel, unless rv is older than what the store already reflects.
-func (r *Reflector) install(ctx context.Context, op string, sel *ShardSelector, items []any, rv string, stats ListStats) error {
+func (r *reflector) install(ctx context.Context, op string, sel *ShardSelector, items []any, rv string, stats ListStats) error {
 	if applied := r.LastSyncResourceVersion(); rvOlder(rv, applied) {
 		return &ListWatchError{Name: r.name, Op: op, Reason: ReasonStaleList,
 			Err: fmt.Errorf("list at resourceVersion %s is older than the applied resourceVersion %s", rv, applied)}
@@ -524,7 +524,7 @@ func (r *Reflector) install(ctx context.Context, op string, sel *ShardSelector, 
 // recordList records a successful list at rv. It is called before the store
 // gets the list's end: once it has, the informer can sync at any moment, and
 // whoever looks then must find these stats.
-func (r *Reflector) recordList(rv string, stats ListStats) {
+func (r *reflector) recordList(rv string, stats ListStats) {
 	r.mu.Lock()
 	r.lastRV = rv
 	r.lastErr = nil
@@ -535,7 +535,7 @@ func (r *Reflector) recordList(rv string, stats ListStats) {
 
 // watchTimeout returns a random server-side watch timeout in [min, 2×min],
 // in whole seconds.
-func (r *Reflector) watchTimeout() int64 {
+func (r *reflector) watchTimeout() int64 {
 	minT := r.opts.MinWatchTimeout
 	return int64((minT + time.Duration(rand.Float64()*float64(minT))).Seconds())
 }
@@ -549,7 +549,7 @@ type openWatch struct {
 
 // watchLoop watches from the last RV until a relist is needed. open, if not
 // nil, is the first watch to use.
-func (r *Reflector) watchLoop(ctx context.Context, open *openWatch) error {
+func (r *reflector) watchLoop(ctx context.Context, open *openWatch) error {
 	for ctx.Err() == nil {
 		timeoutSeconds := r.watchTimeout()
 		var w watch.Interface
@@ -616,7 +616,7 @@ func (r *Reflector) watchLoop(ctx context.Context, open *openWatch) error {
 // handleWatch applies the events of w to the store until w ends (nil), an
 // error event arrives, the watch stalls, or ctx ends. It returns the number
 // of events applied.
-func (r *Reflector) handleWatch(ctx context.Context, w watch.Interface, deadline time.Duration) (int, error) {
+func (r *reflector) handleWatch(ctx context.Context, w watch.Interface, deadline time.Duration) (int, error) {
 	st := r.newStallTimer(deadline)
 	defer st.timer.Stop()
 	count := 0
@@ -657,7 +657,7 @@ type stallTimer struct {
 	hard      time.Time
 }
 
-func (r *Reflector) newStallTimer(deadline time.Duration) *stallTimer {
+func (r *reflector) newStallTimer(deadline time.Duration) *stallTimer {
 	idle := r.opts.WatchStallTimeout
 	if idle <= 0 || idle > deadline {
 		idle = deadline
@@ -670,7 +670,7 @@ func (r *Reflector) newStallTimer(deadline time.Duration) *stallTimer {
 // fast, else by the full select, which also ends the watch (ok false) when
 // ctx ends or results is closed, returns a relist request or a stall as err,
 // and re-arms the stall timer. waited reports the full select.
-func (r *Reflector) nextEvent(
+func (r *reflector) nextEvent(
 	ctx context.Context, results <-chan watch.Event, st *stallTimer, fast bool,
 ) (e watch.Event, ok, waited bool, err error) {
 	if fast {
@@ -711,7 +711,7 @@ func (r *Reflector) nextEvent(
 // counts as applied (one of another type or without metadata, an object
 // whose transform failed, or an unknown event type do not); an error event
 // is returned as its error.
-func (r *Reflector) applyEvent(ctx context.Context, e watch.Event) (bool, error) {
+func (r *reflector) applyEvent(ctx context.Context, e watch.Event) (bool, error) {
 	if e.Type == watch.Error {
 		return false, apierrors.FromObject(e.Object)
 	}
@@ -763,7 +763,7 @@ func (r *Reflector) applyEvent(ctx context.Context, e watch.Event) (bool, error)
 }
 
 // advanceRV records rv ("" is ignored) as the last RV seen.
-func (r *Reflector) advanceRV(rv string) {
+func (r *reflector) advanceRV(rv string) {
 	if rv != "" {
 		r.mu.Lock()
 		r.lastRV = rv
@@ -777,7 +777,7 @@ const fullSelectEvery = 64
 
 // expected reports whether obj has the example object's Go type (and, for
 // unstructured examples with a kind, its GroupVersionKind).
-func (r *Reflector) expected(obj runtime.Object) bool {
+func (r *reflector) expected(obj runtime.Object) bool {
 	if r.expectedType == nil {
 		return true
 	}
@@ -791,7 +791,7 @@ func (r *Reflector) expected(obj runtime.Object) bool {
 }
 
 // report records err as LastError, counts it and passes it to the WatchErrorHandler.
-func (r *Reflector) report(ctx context.Context, err *ListWatchError) *ListWatchError {
+func (r *reflector) report(ctx context.Context, err *ListWatchError) *ListWatchError {
 	r.mu.Lock()
 	r.lastErr = err
 	r.mu.Unlock()
@@ -799,7 +799,7 @@ func (r *Reflector) report(ctx context.Context, err *ListWatchError) *ListWatchE
 }
 
 // notify counts err and passes it to the WatchErrorHandler without making it LastError.
-func (r *Reflector) notify(ctx context.Context, err *ListWatchError) *ListWatchError {
+func (r *reflector) notify(ctx context.Context, err *ListWatchError) *ListWatchError {
 	r.opts.metrics.listWatchError(err)
 	if h := r.opts.WatchErrorHandler; h != nil {
 		h(ctx, r.handlerView(), err)
@@ -807,14 +807,14 @@ func (r *Reflector) notify(ctx context.Context, err *ListWatchError) *ListWatchE
 	return err
 }
 
-func (r *Reflector) clearError() {
+func (r *reflector) clearError() {
 	r.mu.Lock()
 	r.lastErr = nil
 	r.mu.Unlock()
 }
 
 // sleep waits d or until ctx ends; it reports whether ctx is still alive.
-func (r *Reflector) sleep(ctx context.Context, d time.Duration) bool {
+func (r *reflector) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}

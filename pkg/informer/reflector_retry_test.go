@@ -64,7 +64,7 @@ func TestRepeated410RelistsOnceImmediatelyThenBacksOff(t *testing.T) {
 	)
 	fc := clocktesting.NewFakeClock(time.Now())
 	logs := &verboseLogs{}
-	runReflector(t, f, ReflectorOptions{Clock: fc, Logger: logs.logger(),
+	runReflector(t, f, reflectorOptions{Clock: fc, Logger: logs.logger(),
 		Backoff: Backoff{Initial: 5 * time.Second, Jitter: -1}})
 
 	// First 410: relist at once. Second 410 right after: back off.
@@ -89,7 +89,7 @@ func TestRepeated410RelistsOnceImmediatelyThenBacksOff(t *testing.T) {
 }
 
 func TestWatchTimeoutsAreRandomInFiveToTenMinutes(t *testing.T) {
-	r := NewReflector(informertest.New(&corev1.Pod{}), &corev1.Pod{}, &recStore{}, ReflectorOptions{})
+	r := newReflector(informertest.New(&corev1.Pod{}), &corev1.Pod{}, &recStore{}, reflectorOptions{})
 	seen := map[int64]bool{}
 	for range 200 {
 		s := r.watchTimeout()
@@ -118,7 +118,7 @@ func TestCanceledErrorsOfTheListerWatcherAreBackedOffFrom(t *testing.T) {
 			return nil, canceled
 		},
 	}
-	run := runReflector(t, lw, ReflectorOptions{
+	run := runReflector(t, lw, reflectorOptions{
 		Backoff: Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond, Jitter: -1},
 	})
 	if err := run.nextErr(t); !errors.Is(err, context.Canceled) {

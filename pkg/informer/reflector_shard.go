@@ -42,7 +42,7 @@ func (s ServerSharding) String() string {
 
 // ShardSelector returns the selector the Reflector lists and watches with
 // (nil: everything).
-func (r *Reflector) ShardSelector() *ShardSelector { return r.shard.Load() }
+func (r *reflector) ShardSelector() *ShardSelector { return r.shard.Load() }
 
 // shardList is the shard selector a list was made with.
 type shardList struct{ sel *ShardSelector }
@@ -50,7 +50,7 @@ type shardList struct{ sel *ShardSelector }
 // ListedShard returns the shard selector of the last list handed to the store
 // (nil: every object); ok is false before the first list is installed. It is
 // recorded once the list's Replace has queued every item.
-func (r *Reflector) ListedShard() (sel *ShardSelector, ok bool) {
+func (r *reflector) ListedShard() (sel *ShardSelector, ok bool) {
 	l := r.listedShard.Load()
 	if l == nil {
 		return nil, false
@@ -60,7 +60,7 @@ func (r *Reflector) ListedShard() (sel *ShardSelector, ok bool) {
 
 // recordShardList records that a list made with sel was handed to the store
 // (its Replace has queued every item).
-func (r *Reflector) recordShardList(sel *ShardSelector) {
+func (r *reflector) recordShardList(sel *ShardSelector) {
 	if l := r.listedShard.Load(); l == nil || l.sel != sel {
 		r.listedShard.Store(&shardList{sel: sel})
 	}
@@ -68,7 +68,7 @@ func (r *Reflector) recordShardList(sel *ShardSelector) {
 
 // ServerSharding reports whether the server honours the shard selector, as
 // learnt from the first sharded list.
-func (r *Reflector) ServerSharding() ServerSharding { return ServerSharding(r.serverSharding.Load()) }
+func (r *reflector) ServerSharding() ServerSharding { return ServerSharding(r.serverSharding.Load()) }
 
 // SetShardSelector makes sel the Reflector's shard selector (nil: every
 // object) and, if it changed, ends the current watch and relists with it (as
@@ -76,7 +76,7 @@ func (r *Reflector) ServerSharding() ServerSharding { return ServerSharding(r.se
 // before they reach the store. The objects already stored that sel no longer
 // selects are not the Reflector's business: see
 // SharedIndexInformer.SetShardSelector, which evicts them first.
-func (r *Reflector) SetShardSelector(sel *ShardSelector) {
+func (r *reflector) SetShardSelector(sel *ShardSelector) {
 	if old := r.shard.Swap(sel); old.Equal(sel) {
 		return
 	}
@@ -87,7 +87,7 @@ func (r *Reflector) SetShardSelector(sel *ShardSelector) {
 // when sel is too long for the server, the coarser selector of
 // sel.ForServer (logged once per Reflector); the client-side filter keeps
 // applying sel itself.
-func (r *Reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel *ShardSelector) {
+func (r *reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel *ShardSelector) {
 	var wire *ShardSelector
 	if o.ShardSelector, wire = sel.wire(); wire != sel && r.coarsened.CompareAndSwap(false, true) {
 		r.logger(ctx).Info("Shard selector too long for the server: sending a coarser one and filtering the rest on the client",
@@ -102,7 +102,7 @@ func (r *Reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel
 // guards against a server that stops honouring the selector (an API server
 // restarted without the gate, or one of several behind a load balancer
 // without it).
-func (r *Reflector) keep(sel *ShardSelector, obj runtime.Object) bool {
+func (r *reflector) keep(sel *ShardSelector, obj runtime.Object) bool {
 	if sel == nil || sel.admits(obj) { // nil: unsharded, no call
 		return true
 	}
@@ -113,7 +113,7 @@ func (r *Reflector) keep(sel *ShardSelector, obj runtime.Object) bool {
 // learnServerSharding records, from the first list answered to a sharded
 // request, whether the server applied the selector: its ListMeta carries
 // ShardInfo iff it did. It is learnt once; the decision is logged.
-func (r *Reflector) learnServerSharding(ctx context.Context, sel *ShardSelector, list runtime.Object) {
+func (r *reflector) learnServerSharding(ctx context.Context, sel *ShardSelector, list runtime.Object) {
 	if sel == nil || r.ServerSharding() != ServerShardingUnknown {
 		return
 	}
@@ -137,7 +137,7 @@ func (r *Reflector) learnServerSharding(ctx context.Context, sel *ShardSelector,
 // a WatchList stream, which carries no ListMeta: one LIST of at most one
 // object with the selector. Errors are returned (the caller goes on with the
 // stream: the client-side filter is applied either way).
-func (r *Reflector) probeServerSharding(ctx context.Context, sel *ShardSelector) error {
+func (r *reflector) probeServerSharding(ctx context.Context, sel *ShardSelector) error {
 	if sel == nil || r.ServerSharding() != ServerShardingUnknown {
 		return nil
 	}

@@ -49,14 +49,14 @@ func (s *recStore) all() []string {
 var fastBackoff = Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Jitter: -1}
 
 type reflectorRun struct {
-	r      *Reflector
+	r      *reflector
 	store  *recStore
 	errs   chan error
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func runReflector(t *testing.T, lw toolscache.ListerWatcherWithContext, opts ReflectorOptions) *reflectorRun {
+func runReflector(t *testing.T, lw toolscache.ListerWatcherWithContext, opts reflectorOptions) *reflectorRun {
 	t.Helper()
 	if opts.Backoff == (Backoff{}) {
 		opts.Backoff = fastBackoff
@@ -78,7 +78,7 @@ func runReflector(t *testing.T, lw toolscache.ListerWatcherWithContext, opts Ref
 		default:
 		}
 	}
-	run.r = NewReflector(lw, &corev1.Pod{}, run.store, opts)
+	run.r = newReflector(lw, &corev1.Pod{}, run.store, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	run.cancel = cancel
 	go func() { defer close(run.done); run.r.Run(ctx) }()
@@ -161,7 +161,7 @@ func TestListAndWatchPaginatesWithConsistentReadThenWatchesFromListRV(t *testing
 		informertest.ListResponse{Items: items(pod("b", "p3", "7")), ResourceVersion: "10"},
 	)
 	f.ScriptWatch(informertest.WatchResponse{})
-	run := runReflector(t, f, ReflectorOptions{PageSize: 2})
+	run := runReflector(t, f, reflectorOptions{PageSize: 2})
 	reqs := waitRequests(t, f, 3)
 	equalStrings(t, "requests", summarize(reqs[:3]), []string{
 		`list rv="" limit=2`,
@@ -184,7 +184,7 @@ func TestListAndWatchPaginatesWithConsistentReadThenWatchesFromListRV(t *testing
 
 func TestDefaultPageSizeIs500(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
-	runReflector(t, f, ReflectorOptions{})
+	runReflector(t, f, reflectorOptions{})
 	reqs := waitRequests(t, f, 1)
 	if reqs[0].Options.Limit != 500 || reqs[0].Options.ResourceVersion != "" {
 		t.Fatalf("first list options = %+v", reqs[0].Options)
@@ -201,7 +201,7 @@ func TestWatchEventsReachStoreAndBookmarksOnlyAdvanceRV(t *testing.T) {
 		{Type: watch.Deleted, Object: pod("a", "x", "16")},
 		informertest.BookmarkEvent(&corev1.Pod{}, "20"),
 	}, Close: true})
-	run := runReflector(t, f, ReflectorOptions{})
+	run := runReflector(t, f, reflectorOptions{})
 	reqs := waitRequests(t, f, 3) // list, watch, re-watch
 	equalStrings(t, "store", run.store.all(), []string{
 		storeReplaceEmpty10, "add a/x@11", "update a/x@12", "bookmark 15", "delete a/x@16", "bookmark 20",
@@ -219,7 +219,7 @@ func TestNormalWatchEndRewatchesFromLastRVWithoutRelist(t *testing.T) {
 		informertest.WatchResponse{Events: []watch.Event{{Type: watch.Added, Object: pod("a", "x", "11")}}, Close: true},
 		informertest.WatchResponse{Events: []watch.Event{{Type: watch.Modified, Object: pod("a", "x", "13")}}, Close: true},
 	)
-	runReflector(t, f, ReflectorOptions{})
+	runReflector(t, f, reflectorOptions{})
 	reqs := waitRequests(t, f, 4)
 	equalStrings(t, "requests", summarize(reqs[:4]), []string{
 		reqList, reqWatch10, reqWatch11, `watch rv="13"`,
@@ -248,7 +248,7 @@ func TestRelistAfter410UsesConsistentRead(t *testing.T) {
 			f.ScriptList(informertest.ListResponse{ResourceVersion: "10"}, informertest.ListResponse{ResourceVersion: "30"})
 			f.ScriptWatch(tc.script, informertest.WatchResponse{})
 			// A huge backoff proves the relist does not wait for it.
-			run := runReflector(t, f, ReflectorOptions{Backoff: Backoff{Initial: time.Hour, Jitter: -1}})
+			run := runReflector(t, f, reflectorOptions{Backoff: Backoff{Initial: time.Hour, Jitter: -1}})
 			reqs := waitRequests(t, f, 4)
 			got := summarize(reqs[:4])
 			equalStrings(t, "requests", got, []string{reqList, reqWatch10, reqList, `watch rv="30"`})
@@ -263,7 +263,7 @@ func TestListExpiredRetriesConsistentList(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ScriptList(informertest.ListResponse{Err: informertest.ErrExpired()},
 		informertest.ListResponse{ResourceVersion: "7"})
-	run := runReflector(t, f, ReflectorOptions{Backoff: Backoff{Initial: time.Hour, Jitter: -1}})
+	run := runReflector(t, f, reflectorOptions{Backoff: Backoff{Initial: time.Hour, Jitter: -1}})
 	reqs := waitRequests(t, f, 3)
 	equalStrings(t, "requests", summarize(reqs[:3]), []string{reqList, reqList, `watch rv="7"`})
 	if err := run.nextErr(t); err.Reason != ReasonExpired || err.Op != opList {
@@ -278,7 +278,7 @@ func TestContinueTokenExpiredMidListRestartsOneFullList(t *testing.T) {
 		informertest.ListResponse{Err: informertest.ErrExpired()},
 		informertest.ListResponse{Items: items(pod("a", "p1", "3"), pod("a", "p2", "12")), ResourceVersion: "12"},
 	)
-	run := runReflector(t, f, ReflectorOptions{PageSize: 1})
+	run := runReflector(t, f, reflectorOptions{PageSize: 1})
 	reqs := waitRequests(t, f, 4)
 	equalStrings(t, "requests", summarize(reqs[:4]), []string{
 		`list rv="" limit=1`, `list rv="" limit=1 continue=c1`, `list rv="" limit=0`, `watch rv="12"`,
@@ -297,7 +297,7 @@ func TestListErrorsReachWatchErrorHandlerAndLastError(t *testing.T) {
 	)
 	gate := make(chan struct{})
 	lw := &gatedLW{Fake: f, beforeList: 5, gate: gate}
-	run := runReflector(t, lw, ReflectorOptions{Name: podsResource})
+	run := runReflector(t, lw, reflectorOptions{Name: podsResource})
 
 	want := []struct {
 		reason string
@@ -355,7 +355,7 @@ func TestWatchErrorEventOtherThanExpiredBacksOffAndRelists(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ScriptList(informertest.ListResponse{ResourceVersion: "10"}, informertest.ListResponse{ResourceVersion: "11"})
 	f.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{informertest.StatusEvent(informertest.ErrInternal())}})
-	run := runReflector(t, f, ReflectorOptions{})
+	run := runReflector(t, f, reflectorOptions{})
 	reqs := waitRequests(t, f, 4)
 	equalStrings(t, "requests", summarize(reqs[:4]), []string{reqList, reqWatch10, reqList, reqWatch11})
 	if err := run.nextErr(t); err.Reason != ReasonServerError || !apierrors.IsInternalError(err) {
@@ -369,7 +369,7 @@ func TestWatchOpenConnectionRefusedRewatchesWithoutRelist(t *testing.T) {
 	refused := connRefused()
 	f.ScriptWatch(informertest.WatchResponse{Err: refused},
 		informertest.WatchResponse{Err: apierrors.NewTooManyRequests("slow down", 1)})
-	run := runReflector(t, f, ReflectorOptions{})
+	run := runReflector(t, f, reflectorOptions{})
 	reqs := waitRequests(t, f, 4)
 	equalStrings(t, "requests", summarize(reqs[:4]), []string{reqList, reqWatch10, reqWatch10, reqWatch10})
 	if e := run.nextErr(t); e.Reason != ReasonTransport {
@@ -388,7 +388,7 @@ func TestWatchDropsEventsOfUnexpectedType(t *testing.T) {
 		{Type: watch.Added, Object: cm},
 		{Type: watch.Added, Object: pod("a", "x", "12")},
 	}, Close: true})
-	run := runReflector(t, f, ReflectorOptions{})
+	run := runReflector(t, f, reflectorOptions{})
 	waitRequests(t, f, 3)
 	equalStrings(t, "store", run.store.all(), []string{storeReplaceEmpty10, "add a/x@12"})
 }
@@ -407,7 +407,7 @@ func TestStaleRelistIsNotInstalled(t *testing.T) {
 		}},
 		informertest.WatchResponse{},
 	)
-	run := runReflector(t, f, ReflectorOptions{})
+	run := runReflector(t, f, reflectorOptions{})
 	reqs := waitRequests(t, f, 5)
 	equalStrings(t, "requests", summarize(reqs[:5]), []string{
 		reqList, reqWatch10, reqList, reqList, `watch rv="25"`,
@@ -428,7 +428,7 @@ func TestSilentWatchIsAbandonedAndReopened(t *testing.T) {
 		informertest.WatchResponse{Events: []watch.Event{{Type: watch.Added, Object: pod("a", "x", "11")}}}, // then silence
 		informertest.WatchResponse{},
 	)
-	run := runReflector(t, f, ReflectorOptions{WatchStallTimeout: 30 * time.Millisecond})
+	run := runReflector(t, f, reflectorOptions{WatchStallTimeout: 30 * time.Millisecond})
 	reqs := waitRequests(t, f, 3)
 	equalStrings(t, "requests", summarize(reqs[:3]), []string{reqList, reqWatch10, reqWatch11})
 	if e := run.nextErr(t); e.Reason != ReasonWatchStalled {
@@ -452,7 +452,7 @@ func TestReflectorRunExitsPromptlyWhenContextEnds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := informertest.New(&corev1.Pod{})
 			tc.setup(f)
-			run := runReflector(t, f, ReflectorOptions{Backoff: Backoff{Initial: time.Hour, Jitter: -1}})
+			run := runReflector(t, f, reflectorOptions{Backoff: Backoff{Initial: time.Hour, Jitter: -1}})
 			waitRequests(t, f, 1)
 			start := time.Now()
 			run.stop(t)

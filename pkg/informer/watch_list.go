@@ -31,7 +31,7 @@ var errInitialEventsIncomplete = errors.New("watch closed before the initial eve
 // IsWatchListSemanticsUnSupported() == true (ours do when bookmarks are off),
 // and the server has not refused it or failed to end its initial events
 // before (see watchListRefused).
-func (r *Reflector) useWatchList() bool {
+func (r *reflector) useWatchList() bool {
 	return !r.opts.DisableWatchList && r.watchListOff == "" &&
 		!watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
 }
@@ -66,7 +66,7 @@ func watchListRefused(err *ListWatchError) bool {
 // (never an endless wait), or a MODIFIED or DELETED event comes first: the
 // initial events of a stream are all ADDED, so a live event means the end
 // bookmark was lost and the stream would never sync.
-func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, error) {
+func (r *reflector) watchList(ctx context.Context) (watch.Interface, int64, error) {
 	start := r.clock.Now()
 	timeoutSeconds := r.watchTimeout()
 	sendInitial := true
@@ -102,7 +102,7 @@ func (r *Reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 // objects admitted so far, as chunks handed to the store (stream not nil)
 // or collected in a table for a Replace.
 type streamedList struct {
-	r        *Reflector
+	r        *reflector
 	sel      *ShardSelector
 	start    time.Time
 	stream   initialStreamer
@@ -234,7 +234,7 @@ func (l *streamedList) install(ctx context.Context, rv string) error {
 const streamChunk = 256
 
 // appendStreamed hands part of a streamed list to the store.
-func (r *Reflector) appendStreamed(ctx context.Context, s initialStreamer, part []any) {
+func (r *reflector) appendStreamed(ctx context.Context, s initialStreamer, part []any) {
 	if err := s.appendInitial(part); err != nil {
 		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
 	}

@@ -102,7 +102,7 @@ func TestWatchListRefusedByServerUsesListFromThenOn(t *testing.T) {
 			"sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"),
 	})
 	f.ScriptWatch(informertest.WatchResponse{Err: refused})
-	run := runReflector(t, f, ReflectorOptions{})
+	run := runReflector(t, f, reflectorOptions{})
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
 		reqWatchList, reqList, reqWatch2,
 	})
@@ -120,8 +120,8 @@ func TestWatchListRefusalIsNeverLastError(t *testing.T) {
 	f.ScriptWatch(informertest.WatchResponse{Err: apierrors.NewBadRequest("sendInitialEvents is not supported")})
 	store := &recStore{}
 	lastAtReport := make(chan error, 1)
-	var r *Reflector
-	r = NewReflector(f, &corev1.Pod{}, store, ReflectorOptions{
+	var r *reflector
+	r = newReflector(f, &corev1.Pod{}, store, reflectorOptions{
 		Backoff: fastBackoff,
 		WatchErrorHandler: func(_ context.Context, _ *toolscache.Reflector, err error) {
 			select {
@@ -156,7 +156,7 @@ func TestWatchListTransientFailureFallsBackOnceThenStreamsAgain(t *testing.T) {
 	f.ServeWatchList(true)
 	f.Create(pod("a", "p1", ""))
 	f.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{informertest.StatusEvent(informertest.ErrInternal())}})
-	run := runReflector(t, f, ReflectorOptions{})
+	run := runReflector(t, f, reflectorOptions{})
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
 		reqWatchList, reqList, reqWatch2,
 	})
@@ -178,7 +178,7 @@ func TestWatchListStreamClosedEarlyFallsBackToList(t *testing.T) {
 	f.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{{Type: watch.Added, Object: pod("a", "p1", "2")}},
 		Close: true})
 	f.ScriptList(informertest.ListResponse{Items: items(pod("a", "p1", "2")), ResourceVersion: "5"})
-	run := runReflector(t, f, ReflectorOptions{})
+	run := runReflector(t, f, reflectorOptions{})
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 3)[:3]), []string{
 		reqWatchList, reqList, `watch rv="5"`,
 	})
@@ -202,7 +202,7 @@ func TestWatchListDisabledByOption(t *testing.T) {
 
 func TestWatchListNotUsedWhenListerWatcherOptsOut(t *testing.T) {
 	f := informertest.New(&corev1.Pod{}) // IsWatchListSemanticsUnSupported() == true
-	runReflector(t, f, ReflectorOptions{})
+	runReflector(t, f, reflectorOptions{})
 	equalStrings(t, "reflector requests", summarize(waitRequests(t, f, 2)[:2]), []string{reqList, reqWatch1})
 
 	// A ListerWatcher without context methods is wrapped by the informer; its
@@ -227,13 +227,13 @@ func TestWatchListOverAdapterWithoutBookmarksIsNotUsed(t *testing.T) {
 	f := informertest.New(&corev1.Pod{})
 	f.ServeWatchList(true)
 	lw := NewListWatch(f.ListWithContext, f.WatchWithContext, ListWatchOptions{AllowWatchBookmarks: false})
-	runReflector(t, lw, ReflectorOptions{})
+	runReflector(t, lw, reflectorOptions{})
 	equalStrings(t, "requests", summarize(waitRequests(t, f, 2)[:2]), []string{reqList, reqWatch1})
 
 	g := informertest.New(&corev1.Pod{})
 	g.ServeWatchList(true)
 	lw = NewListWatch(g.ListWithContext, g.WatchWithContext, ListWatchOptions{AllowWatchBookmarks: true})
-	runReflector(t, lw, ReflectorOptions{})
+	runReflector(t, lw, reflectorOptions{})
 	equalStrings(t, "requests with bookmarks", summarize(waitRequests(t, g, 1)[:1]), []string{reqWatchList})
 }
 
@@ -242,7 +242,7 @@ func TestWatchListForbiddenFallsBackToListWhoseErrorIsTheAttempts(t *testing.T) 
 	f.ServeWatchList(true)
 	f.ScriptWatch(informertest.WatchResponse{Err: informertest.ErrForbidden()})
 	f.ScriptList(informertest.ListResponse{Err: informertest.ErrForbidden()})
-	run := runReflector(t, f, ReflectorOptions{})
+	run := runReflector(t, f, reflectorOptions{})
 	// As in client-go, every WatchList failure but a refusal falls back to
 	// LIST at once; the attempt ends with the LIST's error, then backs off
 	// and streams again.
@@ -263,7 +263,7 @@ func watchListRun(t *testing.T, limit time.Duration) (*informertest.Fake, *refle
 	f := informertest.New(&corev1.Pod{})
 	f.ServeWatchList(true)
 	f.ScriptWatch(informertest.WatchResponse{})
-	run := runReflector(t, f, ReflectorOptions{WatchListTimeout: limit})
+	run := runReflector(t, f, reflectorOptions{WatchListTimeout: limit})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	stream, err := f.WaitForWatch(ctx, 0)
@@ -330,7 +330,7 @@ func fallbackTime(t *testing.T, feed func(*informertest.Stream)) time.Duration {
 	f.Create(pod("a", "p1", ""))
 	f.ScriptWatch(informertest.WatchResponse{})
 	fc := clocktesting.NewFakeClock(time.Now())
-	run := runReflector(t, f, ReflectorOptions{Clock: fc})
+	run := runReflector(t, f, reflectorOptions{Clock: fc})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	stream, err := f.WaitForWatch(ctx, 0)
