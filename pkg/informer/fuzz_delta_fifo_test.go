@@ -24,9 +24,9 @@ type fifoConsumer struct {
 // remove deletes key and its index entries, without recording a resourceVersion
 // (test support: the informer writes through Delete and its batches).
 func (ix *Indexer) remove(key string) {
-	ix.writeMu.Lock()
-	defer ix.writeMu.Unlock()
-	ix.table.Load().remove(key)
+	b := ix.beginBatch(0)
+	b.take(key)
+	b.commit()
 }
 
 func (c *fifoConsumer) process(ds deltaList, _ bool) error {

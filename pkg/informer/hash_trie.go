@@ -327,10 +327,7 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 	if shift >= hashWidth {
 		for i := range n.data {
 			if n.data[i].key == key {
-				m := n.editable(ed)
-				m.data = slices.Delete(m.data, i, i+1)
-				ed.spare(m)
-				return m, true
+				return n.withoutData(ed, i), true
 			}
 		}
 		return n, false
@@ -342,10 +339,8 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 		if n.data[i].key != key {
 			return n, false
 		}
-		m := n.editable(ed)
-		m.data = slices.Delete(m.data, i, i+1)
+		m := n.withoutData(ed, i)
 		m.dataMap &^= bit
-		ed.spare(m)
 		return m, true
 	case n.nodeMap&bit != 0:
 		j := slot(n.nodeMap, bit)
@@ -356,8 +351,16 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 		}
 		if c.nodeMap == 0 && len(c.data) == 1 {
 			// Keep the trie canonical: a lone entry moves up into this node.
-			m := n.editableFor(ed, 1, 0)
-			m.nodes = slices.Delete(m.nodes, j, j+1)
+			var m *trieNode[V]
+			if n.owner == ed {
+				m = n
+				m.nodes = slices.Delete(m.nodes, j, j+1)
+			} else {
+				// A copy of exactly the size it ends with: nothing to trim.
+				m = &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed,
+					data: make([]trieEntry[V], len(n.data), len(n.data)+1), nodes: without(n.nodes, j)}
+				copy(m.data, n.data)
+			}
 			m.nodeMap &^= bit
 			m.data = slices.Insert(m.data, slot(m.dataMap, bit), c.data[0])
 			m.dataMap |= bit
@@ -373,6 +376,29 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 	default:
 		return n, false
 	}
+}
+
+// withoutData returns n without its data entry i: n itself, changed in place,
+// if ed owns it (the room left is recorded for trim), else a copy ed owns of
+// exactly the size it ends with, so that commit has nothing to trim.
+func (n *trieNode[V]) withoutData(ed *edit, i int) *trieNode[V] {
+	if n.owner == ed {
+		n.data = slices.Delete(n.data, i, i+1)
+		ed.spare(n)
+		return n
+	}
+	return &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed,
+		data: without(n.data, i), nodes: exactCopy(n.nodes)}
+}
+
+// without returns a copy of s without element i and with no spare
+// capacity, nil if nothing is left.
+func without[T any](s []T, i int) []T {
+	if len(s) == 1 {
+		return nil
+	}
+	out := make([]T, 0, len(s)-1)
+	return append(append(out, s[:i]...), s[i+1:]...)
 }
 
 // spare records n for trim if it has spare capacity (left by a delete).

@@ -260,3 +260,34 @@ func TestTrieMappedKeepsKeysMapsValuesAndLeavesTheOriginal(t *testing.T) {
 		t.Fatal("mapping the empty trie gave a non-empty one")
 	}
 }
+
+// TestTrieDeleteUnderANewTokenLeavesNothingToTrim: a delete from nodes the
+// token does not own copies them at exactly the size they end with, so a
+// batch of one delete (Indexer.Delete) has nothing to trim at commit and
+// no node keeps spare room.
+func TestTrieDeleteUnderANewTokenLeavesNothingToTrim(t *testing.T) {
+	var tr trie[int]
+	want := map[string]int{}
+	ed := &edit{}
+	for i := range 2000 {
+		k := fmt.Sprintf("k%d", i)
+		tr = tr.set(ed, k, i)
+		want[k] = i
+	}
+	ed.trim()
+	for i := range 2000 {
+		if i%3 == 0 {
+			continue
+		}
+		k := fmt.Sprintf("k%d", i)
+		ed := &edit{}
+		tr, _ = tr.del(ed, k)
+		delete(want, k)
+		if len(ed.grown) != 0 || spareNodes(tr.root) != 0 {
+			t.Fatalf("delete of %s: %d nodes to trim, %d with spare room", k, len(ed.grown), spareNodes(tr.root))
+		}
+	}
+	if got := trieContent(t, tr); !maps.Equal(got, want) {
+		t.Fatalf("content differs from the map: %d entries, want %d", len(got), len(want))
+	}
+}

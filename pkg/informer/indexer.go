@@ -66,6 +66,9 @@ type Indexer struct {
 	table atomic.Pointer[shardTable]
 	// writeMu serialises writers. Readers never take it.
 	writeMu sync.Mutex
+	// batch is the one writeBatch, reused by every write (under writeMu;
+	// see indexer_write.go).
+	batch writeBatch
 }
 
 // indexFuncs is an immutable, name-sorted set of index functions.
@@ -192,182 +195,6 @@ func (v indexValues) err(key string) error {
 	return errors.Join(errs...)
 }
 
-// newRecord returns the record of obj (or of its encoding data, when not
-// nil) filed under vals, sharing old's values when none changed; changed
-// reports whether any index value changed. The record keeps vals.values (no
-// copy): vals must not be used to build another record.
-func newRecord(obj any, data []byte, old *record, vals indexValues) (rec *record, changed bool) {
-	if data != nil {
-		rec = &record{data: data}
-	} else {
-		rec = &record{obj: obj}
-	}
-	if old != nil {
-		rec.vals = old.vals
-	}
-	for i := range vals.funcs.names {
-		if !slices.Equal(old.filed(i), vals.filed(i)) {
-			changed = true
-			break
-		}
-	}
-	if !changed {
-		return rec, false
-	}
-	// compute and AddIndexers leave a failed or empty index's values nil, so
-	// values[i] is what filed(i) returns.
-	rec.vals = nil
-	for i := range vals.values {
-		if vals.filed(i) != nil {
-			rec.vals = vals.values
-			break
-		}
-	}
-	return rec, true
-}
-
-// Add stores obj under its key, replacing any previous object, and records
-// the object's resourceVersion as the store's RV if it is newer. It returns a
-// toolscache.KeyError if the key cannot be computed, and an error naming the
-// index if an index function fails (the object is stored, but not filed in
-// that index).
-func (ix *Indexer) Add(obj any) error {
-	key, err := ix.keyFunc(obj)
-	if err != nil {
-		return toolscache.KeyError{Obj: obj, Err: err}
-	}
-	return ix.put(key, obj)
-}
-
-// Update is Add: the store does not distinguish between the two.
-func (ix *Indexer) Update(obj any) error { return ix.Add(obj) }
-
-// Delete removes the object with obj's key (obj may be a
-// toolscache.DeletedFinalStateUnknown when the key function handles it) and
-// removes its index entries. Deleting an absent key is not an error.
-func (ix *Indexer) Delete(obj any) error {
-	key, err := ix.keyFunc(obj)
-	if err != nil {
-		return toolscache.KeyError{Obj: obj, Err: err}
-	}
-	ix.writeMu.Lock()
-	defer ix.writeMu.Unlock()
-	t := ix.table.Load()
-	t.remove(key)
-	t.observeRV(obj)
-	return nil
-}
-
-// put stores obj under key and refiles it in every index. Index functions
-// run before the writer mutex is taken (again under it only if AddIndexers
-// changed them meanwhile).
-func (ix *Indexer) put(key string, obj any) error {
-	vals := ix.table.Load().funcs.compute(obj)
-	data := ix.encode(key, obj)
-	h := keyHash(key)
-	ix.writeMu.Lock()
-	defer ix.writeMu.Unlock()
-	t := ix.table.Load()
-	if t.funcs != vals.funcs {
-		vals = t.funcs.compute(obj)
-	}
-	slot := t.shardOf(h)
-	s := slot.Load()
-	e, old, found := s.entryFor(h, key)
-	rec, changed := newRecord(obj, data, old, vals)
-	t.account(old, rec)
-	// The record first, then the indexes: a reader that finds the entry in
-	// a bucket checks that the record it loads is filed there.
-	e.rec.Store(rec)
-	if !found {
-		slot.Store(s.with(h, key, e))
-	}
-	if changed {
-		t.refile(key, e, old, rec)
-	}
-	t.observeRV(obj)
-	if !found && t.size.Add(1) > shardTarget<<t.bits {
-		ix.table.Store(t.grown())
-	}
-	return vals.err(key)
-}
-
-// remove deletes key from t, if present (writer only).
-func (t *shardTable) remove(key string) {
-	h := keyHash(key)
-	slot := t.shardOf(h)
-	s := slot.Load()
-	i, found := s.search(h, key)
-	if !found {
-		return
-	}
-	e := s.entries[i].e
-	old := e.rec.Load()
-	e.rec.Store(nil)
-	slot.Store(s.without(i))
-	t.refile(key, e, old, nil)
-	t.account(old, nil)
-	t.size.Add(-1)
-}
-
-// refile moves key's entry e in every index from old's values to rec's
-// (writer only).
-func (t *shardTable) refile(key string, e *entry, old, rec *record) {
-	cur := t.indices.Load()
-	next := &indexSet{byName: slices.Clone(cur.byName)}
-	ed := &edit{}
-	for i := range next.byName {
-		next.byName[i] = refileIndex(ed, next.byName[i], key, e, old.filed(i), rec.filed(i))
-	}
-	t.indices.Store(next)
-}
-
-// refileIndex moves key's entry e in one index from the buckets of oldVals
-// to those of newVals, dropping buckets that become empty.
-func refileIndex(ed *edit, idx trie[bucket], key string, e *entry, oldVals, newVals []string) trie[bucket] {
-	if slices.Equal(oldVals, newVals) {
-		return idx
-	}
-	for _, v := range oldVals {
-		b, ok := idx.get(v)
-		if !ok {
-			continue
-		}
-		if b, _ = b.del(ed, key); b.Len() == 0 {
-			idx, _ = idx.del(ed, v)
-		} else {
-			idx = idx.set(ed, v, b)
-		}
-	}
-	for _, v := range newVals {
-		b, _ := idx.get(v)
-		idx = idx.set(ed, v, b.set(ed, key, e))
-	}
-	return idx
-}
-
-// observeRV records obj's resourceVersion as t's RV if it is newer (RVs
-// compared as integers when both parse; otherwise obj's wins). Tombstones
-// and objects without one leave it as it is. Writer only.
-func (t *shardTable) observeRV(obj any) {
-	if rv := newerRV(obj, *t.rv.Load()); rv != "" {
-		t.rv.Store(&rv)
-	}
-}
-
-// newerRV returns obj's resourceVersion if it differs from cur and is not
-// older (RVs compared as integers when both parse), else "". Tombstones and
-// objects without one give "".
-func newerRV(obj any, cur string) string {
-	if _, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		return ""
-	}
-	if rv := objectRV(obj); rv != "" && rv != cur && !rvOlder(rv, cur) {
-		return rv
-	}
-	return ""
-}
-
 // List returns every stored object in no particular order.
 func (ix *Indexer) List() []any {
 	t := ix.table.Load()
@@ -484,20 +311,6 @@ func (ix *Indexer) Resync() error { return nil }
 // Add/Update/Delete whose object carried a newer RV. "" before any.
 // (client-go returns "" unless its AtomicFIFO gate is on; ours always tracks.)
 func (ix *Indexer) LastStoreSyncResourceVersion() string { return *ix.table.Load().rv.Load() }
-
-// Bookmark records rv as the store's RV unless the store already reflects a
-// newer one (RVs are compared as integers when both parse; otherwise rv wins).
-func (ix *Indexer) Bookmark(rv string) {
-	if rv == "" {
-		return
-	}
-	ix.writeMu.Lock()
-	defer ix.writeMu.Unlock()
-	t := ix.table.Load()
-	if cur := *t.rv.Load(); rv != cur && !rvOlder(rv, cur) {
-		t.rv.Store(&rv)
-	}
-}
 
 // Index returns the stored objects that share at least one value of the
 // index indexName with obj. It returns an error if the index does not exist

@@ -364,7 +364,7 @@ func TestWriteBatchLeavesPublishedIndexesAndShardsUntouched(t *testing.T) {
 // TestWriteBatchMatchesModel applies random batches (puts of new and stored
 // keys with changing, multi-valued and failing index values, removes, hints
 // too small and too large; a third of them whole) interleaved with single
-// writes, Replace and AddIndexers, and compares every read with the model
+// writes (Add, Delete, Bookmark), Replace and AddIndexers, and compares every read with the model
 // after each commit. Before each commit, readers must see only stored keys,
 // each as stored before the batch or as the batch last wrote it, and ByIndex
 // only objects filed under the value asked; before a whole batch's commit,
@@ -396,6 +396,16 @@ func TestWriteBatchMatchesModel(t *testing.T) {
 			_ = ix.Add(p)
 			m.objs[key] = p
 			m.observe(p.ResourceVersion)
+		case r == 3:
+			p, key := newPod()
+			must(t, ix.Delete(p))
+			delete(m.objs, key)
+			m.observe(p.ResourceVersion)
+		case r == 4:
+			rv++
+			bm := strconv.Itoa(rv - rng.IntN(3)) // possibly older than the store's
+			ix.Bookmark(bm)
+			m.observe(bm)
 		case r == 1 && !m.indexed[tierLabel]:
 			_ = ix.AddIndexers(toolscache.Indexers{tierLabel: modelLabelIndex(tierLabel)})
 			m.indexed[tierLabel] = true

@@ -121,12 +121,20 @@ var emptyShard = &shard{}
 
 func keyHash(key string) uint64 { return maphash.String(keySeed, key) }
 
-// newShardTable returns an empty table sized for n objects.
-func newShardTable(funcs *indexFuncs, n int, rv string) *shardTable {
-	bits := uint8(minShardBits)
+// bitsFor returns the shard bits, at least from, under which n keys keep
+// the mean shard size at most shardTarget: the one growth rule of every
+// table (newShardTable, Indexer.grownFor, cloned).
+func bitsFor(n int64, from uint8) uint8 {
+	bits := from
 	for n > shardTarget<<bits {
 		bits++
 	}
+	return bits
+}
+
+// newShardTable returns an empty table sized for n objects.
+func newShardTable(funcs *indexFuncs, n int, rv string) *shardTable {
+	bits := bitsFor(int64(n), minShardBits)
 	t := &shardTable{funcs: funcs, bits: bits, shards: make([]atomic.Pointer[shard], 1<<bits)}
 	for i := range t.shards {
 		t.shards[i].Store(emptyShard)
@@ -251,10 +259,7 @@ func (t *shardTable) sortShards() {
 // shard its header, every index trie node, and while it runs a map from old
 // to new cells.
 func (t *shardTable) cloned(n int64, ed *edit) *shardTable {
-	bits := t.bits
-	for n > shardTarget<<bits {
-		bits++
-	}
+	bits := bitsFor(n, t.bits)
 	c := &shardTable{funcs: t.funcs, bits: bits, shards: make([]atomic.Pointer[shard], 1<<bits)}
 	split := bits - t.bits
 	counts := make([]int, 1<<split)
@@ -303,10 +308,6 @@ func (t *shardTable) cloned(n int64, ed *edit) *shardTable {
 	c.rv.Store(t.rv.Load())
 	return c
 }
-
-// grown returns a table with twice the shards and the same content, funcs,
-// indexes and RV. Only the writer calls it.
-func (t *shardTable) grown() *shardTable { return t.grownTo(t.bits + 1) }
 
 // grownTo returns a table with 2^bits shards (bits ≥ t.bits) and the same
 // entries, funcs, indexes and RV. Only the writer calls it.

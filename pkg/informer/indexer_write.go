@@ -1,0 +1,419 @@
+package informer
+
+import (
+	"slices"
+
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// The Indexer's one write path. Every write of a key goes through a
+// writeBatch: the pop loop applies the keys it pops together as one batch
+// (beginBatch, or beginWholeBatch for a relist), and the toolscache.Store
+// methods Add, Update, Delete and Bookmark are each a batch of one. So the
+// refiling of index entries, the store's RV bookkeeping and the table's
+// growth are written once, here. Replace and AddIndexers build a new table
+// instead (Indexer.build, AddIndexers in indexer.go).
+
+// writeBatch is a group of Indexer writes that readers see at once: the
+// informer applies the keys it pops together (the whole initial list, or
+// the keys queued meanwhile) as one batch. It holds the writer mutex from
+// beginBatch until commit.
+//
+// Copy-on-write happens once per batch instead of once per write: the
+// shards an add or delete changes are copied once into private shards that
+// later writes of the batch change in place, and the index tries are
+// changed under one edit token, so each trie node is copied at most once.
+// The private shards and indexes are published by commit. So the initial
+// list of n objects costs about one allocation per object and index for
+// the store's structure, instead of a path of trie nodes per write.
+//
+// What readers see before commit: an update of a stored key whose index
+// values do not change is visible at once (its cell gets the new record);
+// a deleted key disappears at once; added keys, and keys whose index values
+// changed, appear in the indexes at commit (a moved key is missing from
+// ByIndex of both values until then); commit publishes shard by shard, then
+// the indexes, the size and the RV. The batch's own reads (get) see its
+// writes. A batch of one (Add, Update, Delete) is thus visible, whole, when
+// the method returns.
+//
+// A whole batch (beginWholeBatch; the informer applies a relist so) is seen
+// all at once instead: nothing of it before commit, all of it after.
+//
+// The Indexer owns one writeBatch, which every batch reuses (the writer
+// mutex lets only one be open), so that a batch of one allocates nothing
+// beyond the store's own structure.
+type writeBatch struct {
+	ix *Indexer
+	t  *shardTable
+	// whole: t is a private copy of the table (see beginWholeBatch).
+	whole bool
+	// ed owns the trie nodes the batch made; nil until a write refiles
+	// (a whole batch: from the start). A new token per batch: nodes of a
+	// published trie must never be owned by a later batch.
+	ed *edit
+	// idx is the private copy of t's indexes, nil until a write refiles.
+	idx *indexSet
+	// shards are the private copies of the shards changed, by slot.
+	shards map[uint64]*shard
+	added  int64
+	rv     string
+}
+
+// reusedShardMap is the most private shards whose map a committed batch
+// clears for the next one; a larger map (an initial list's batch) is let
+// go, as clearing it would cost every later batch its capacity.
+const reusedShardMap = 64
+
+// Add stores obj under its key, replacing any previous object, and records
+// the object's resourceVersion as the store's RV if it is newer. It returns a
+// toolscache.KeyError if the key cannot be computed, and an error naming the
+// index if an index function fails (the object is stored, but not filed in
+// that index).
+func (ix *Indexer) Add(obj any) error {
+	key, err := ix.keyFunc(obj)
+	if err != nil {
+		return toolscache.KeyError{Obj: obj, Err: err}
+	}
+	return ix.put(key, obj)
+}
+
+// Update is Add: the store does not distinguish between the two.
+func (ix *Indexer) Update(obj any) error { return ix.Add(obj) }
+
+// Delete removes the object with obj's key (obj may be a
+// toolscache.DeletedFinalStateUnknown when the key function handles it) and
+// removes its index entries, as a batch of one, and records obj's
+// resourceVersion as the store's RV if it is newer (a tombstone's is not
+// recorded). Deleting an absent key is not an error.
+func (ix *Indexer) Delete(obj any) error {
+	key, err := ix.keyFunc(obj)
+	if err != nil {
+		return toolscache.KeyError{Obj: obj, Err: err}
+	}
+	b := ix.beginBatch(0)
+	b.take(key)
+	b.observeRV(obj)
+	b.commit()
+	return nil
+}
+
+// put stores obj under key as a batch of one. The index functions and the
+// encoding run before the writer mutex is taken (the index functions again
+// under it only if AddIndexers changed them meanwhile).
+func (ix *Indexer) put(key string, obj any) error {
+	v := ix.prepare(key, obj, ix.table.Load().funcs)
+	// No growth hint: an update of a stored key must not grow the table;
+	// commit grows it after an add that needs it.
+	b := ix.beginBatch(0)
+	if v.vals.funcs != b.t.funcs {
+		v = ix.prepare(key, obj, b.t.funcs)
+	}
+	_, _, err := b.write(key, obj, v)
+	b.commit()
+	return err
+}
+
+// Bookmark records rv as the store's RV unless the store already reflects a
+// newer one (RVs are compared as integers when both parse; otherwise rv wins).
+func (ix *Indexer) Bookmark(rv string) {
+	if rv == "" {
+		return
+	}
+	b := ix.beginBatch(0)
+	b.observe(rv)
+	b.commit()
+}
+
+// beginBatch takes the writer mutex and starts a batch of up to adds new
+// keys (a hint: the table is grown for them first, so that adding them does
+// not split shards).
+func (ix *Indexer) beginBatch(adds int) *writeBatch {
+	ix.writeMu.Lock()
+	t := ix.table.Load()
+	t = ix.grownFor(t, t.size.Load()+int64(adds))
+	b := &ix.batch
+	b.ix, b.t, b.rv = ix, t, *t.rv.Load()
+	return b
+}
+
+// beginWholeBatch takes the writer mutex and starts a batch that readers see
+// all at once or not at all: they see the store as it was until commit, and
+// as the batch left it from then on (the informer applies a relist so; see
+// SharedIndexInformer.handleBatch). adds is beginBatch's hint.
+//
+// The batch writes to a private copy of the table (shardTable.cloned): the
+// same records in new entry cells, new shards, and index tries of the same
+// shape filing the new cells. So its updates, adds and deletes change
+// nothing a reader can reach, and it writes the copy in place as a batch
+// writes its private shards and nodes; commit publishes the copy with one
+// store. The cost is the store's structure once more for the batch's
+// duration, not its objects (see shardTable.cloned); readers still holding
+// the old table keep it alive until they are done.
+func (ix *Indexer) beginWholeBatch(adds int) *writeBatch {
+	ix.writeMu.Lock()
+	cur := ix.table.Load()
+	ed := &edit{}
+	t := cur.cloned(cur.size.Load()+int64(adds), ed)
+	b := &ix.batch
+	b.ix, b.t, b.whole, b.ed, b.rv = ix, t, true, ed, *t.rv.Load()
+	return b
+}
+
+// grownFor returns t, or when n keys would overfill its shards a grown
+// copy, published in t's place (writer only).
+func (ix *Indexer) grownFor(t *shardTable, n int64) *shardTable {
+	if bits := bitsFor(n, t.bits); bits != t.bits {
+		t = t.grownTo(bits)
+		ix.table.Store(t)
+	}
+	return t
+}
+
+// slotOf returns the slot number of a key hash in the batch's table.
+func (b *writeBatch) slotOf(h uint64) uint64 { return h >> (64 - b.t.bits) }
+
+// shard returns the batch's view of shard slot: its private copy if any.
+func (b *writeBatch) shard(slot uint64) *shard {
+	if s, ok := b.shards[slot]; ok {
+		return s
+	}
+	return b.t.shards[slot].Load()
+}
+
+// privateShard returns the batch's private copy of shard slot, copying the
+// published shard the first time (with room for extra more entries). A whole
+// batch's table is private already: its shard is changed in place (the
+// shared emptyShard excepted).
+func (b *writeBatch) privateShard(slot uint64, extra int) *shard {
+	if s, ok := b.shards[slot]; ok {
+		return s
+	}
+	if b.shards == nil {
+		b.shards = map[uint64]*shard{}
+	}
+	pub := b.t.shards[slot].Load()
+	if b.whole && pub != emptyShard {
+		b.shards[slot] = pub
+		return pub
+	}
+	s := &shard{entries: make([]shardEntry, len(pub.entries), len(pub.entries)+extra)}
+	copy(s.entries, pub.entries)
+	b.shards[slot] = s
+	return s
+}
+
+// put stores obj under key, as Indexer.Add does. It returns the errors of
+// failing index functions (the object is stored, not filed in those).
+func (b *writeBatch) put(key string, obj any) error {
+	_, _, err := b.swap(key, obj)
+	return err
+}
+
+// swap is put that also returns the record it replaced (nil when key was
+// absent) and the one it stored, so the pop loop looks each key up once.
+// obj may be an *encodedObject (early encoding).
+func (b *writeBatch) swap(key string, obj any) (old, rec *record, err error) {
+	return b.write(key, obj, b.ix.prepare(key, obj, b.t.funcs))
+}
+
+// prepared is what a write keeps of an object: the object held decoded (nil
+// when data holds its encoding), the encoding, and its index values.
+type prepared struct {
+	obj  any
+	data []byte
+	vals indexValues
+}
+
+// prepare returns what a write of obj under key stores, with index values
+// for funcs: for an *encodedObject, what early encoding computed (see
+// Indexer.stored); else obj, its encoding (compact storage) and its index
+// values, computed now. It takes no lock.
+func (ix *Indexer) prepare(key string, obj any, funcs *indexFuncs) prepared {
+	if e, ok := obj.(*encodedObject); ok {
+		o, data, vals := ix.stored(e, funcs)
+		return prepared{obj: o, data: data, vals: vals}
+	}
+	return prepared{obj: obj, data: ix.encode(key, obj), vals: funcs.compute(obj)}
+}
+
+// write stores v under key (v.vals computed with the batch table's
+// functions) and records obj's resourceVersion as the batch's RV if it is
+// newer. It returns the record replaced (nil when key was absent), the one
+// stored, and the errors of failing index functions.
+func (b *writeBatch) write(key string, obj any, v prepared) (old, rec *record, err error) {
+	b.observeRV(obj)
+	h := keyHash(key)
+	slot := b.slotOf(h)
+	e, old, found := b.shard(slot).entryFor(h, key)
+	rec, changed := newRecord(v.obj, v.data, old, v.vals)
+	// The record first, then the indexes (at commit): a reader that finds
+	// the entry in a bucket checks that the record it loads is filed there.
+	e.rec.Store(rec)
+	b.t.account(old, rec)
+	if !found {
+		p := b.privateShard(slot, 1)
+		p.entries = append(p.entries, shardEntry{hash: h, key: key, e: e})
+		b.added++
+	}
+	if changed {
+		b.refile(key, e, old, rec)
+	}
+	return old, rec, v.vals.err(key)
+}
+
+// newRecord returns the record of obj (or of its encoding data, when not
+// nil) filed under vals, sharing old's values when none changed; changed
+// reports whether any index value changed. The record keeps vals.values (no
+// copy): vals must not be used to build another record.
+func newRecord(obj any, data []byte, old *record, vals indexValues) (rec *record, changed bool) {
+	if data != nil {
+		rec = &record{data: data}
+	} else {
+		rec = &record{obj: obj}
+	}
+	if old != nil {
+		rec.vals = old.vals
+	}
+	for i := range vals.funcs.names {
+		if !slices.Equal(old.filed(i), vals.filed(i)) {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return rec, false
+	}
+	// compute and AddIndexers leave a failed or empty index's values nil, so
+	// values[i] is what filed(i) returns.
+	rec.vals = nil
+	for i := range vals.values {
+		if vals.filed(i) != nil {
+			rec.vals = vals.values
+			break
+		}
+	}
+	return rec, true
+}
+
+// remove deletes key and its index entries; it reports whether key was
+// present.
+func (b *writeBatch) remove(key string) bool { return b.take(key) != nil }
+
+// take deletes key and its index entries and returns its record, or nil when
+// key was absent. It records no RV (it has no object).
+func (b *writeBatch) take(key string) *record {
+	h := keyHash(key)
+	slot := b.slotOf(h)
+	i, found := b.shard(slot).search(h, key)
+	if !found {
+		return nil
+	}
+	p := b.privateShard(slot, 0)
+	e := p.entries[i].e
+	old := e.rec.Load()
+	e.rec.Store(nil)
+	last := len(p.entries) - 1
+	p.entries[i] = p.entries[last]
+	p.entries[last] = shardEntry{}
+	p.entries = p.entries[:last]
+	b.refile(key, e, old, nil)
+	b.t.account(old, nil)
+	b.added--
+	return old
+}
+
+// refile moves e in the batch's private indexes from old's values to rec's.
+func (b *writeBatch) refile(key string, e *entry, old, rec *record) {
+	if b.idx == nil {
+		b.idx = &indexSet{byName: slices.Clone(b.t.indices.Load().byName)}
+	}
+	if b.ed == nil {
+		b.ed = &edit{}
+	}
+	for i := range b.idx.byName {
+		b.idx.byName[i] = refileIndex(b.ed, b.idx.byName[i], key, e, old.filed(i), rec.filed(i))
+	}
+}
+
+// refileIndex moves key's entry e in one index from the buckets of oldVals
+// to those of newVals, dropping buckets that become empty.
+func refileIndex(ed *edit, idx trie[bucket], key string, e *entry, oldVals, newVals []string) trie[bucket] {
+	if slices.Equal(oldVals, newVals) {
+		return idx
+	}
+	for _, v := range oldVals {
+		b, ok := idx.get(v)
+		if !ok {
+			continue
+		}
+		if b, _ = b.del(ed, key); b.Len() == 0 {
+			idx, _ = idx.del(ed, v)
+		} else {
+			idx = idx.set(ed, v, b)
+		}
+	}
+	for _, v := range newVals {
+		b, _ := idx.get(v)
+		idx = idx.set(ed, v, b.set(ed, key, e))
+	}
+	return idx
+}
+
+// observeRV records obj's resourceVersion as the batch's RV if it is newer
+// (see observe); commit publishes it. Tombstones and objects without one
+// leave it as it is.
+func (b *writeBatch) observeRV(obj any) {
+	if _, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return
+	}
+	b.observe(objectRV(obj))
+}
+
+// observe records rv as the batch's RV unless it is "", the same, or older
+// (RVs compared as integers when both parse; otherwise rv wins).
+func (b *writeBatch) observe(rv string) {
+	if rv != "" && rv != b.rv && !rvOlder(rv, b.rv) {
+		b.rv = rv
+	}
+}
+
+// commit publishes the batch's shards, indexes, size and RV (a whole batch:
+// its table, at once), grows the table if it outgrew its shards, and
+// releases the writer mutex. The batch must not be used afterwards.
+func (b *writeBatch) commit() {
+	t, ix := b.t, b.ix
+	for slot, s := range b.shards {
+		if len(s.entries) == 0 {
+			s = emptyShard
+		} else if cap(s.entries) > len(s.entries) {
+			// Several adds to one shard grew it by appending: drop the
+			// spare room, which would stay allocated for the shard's life.
+			s.entries = slices.Clone(s.entries)
+		}
+		t.shards[slot].Store(s)
+	}
+	if b.idx != nil {
+		b.ed.trim()
+		t.indices.Store(b.idx)
+	}
+	if b.added != 0 {
+		t.size.Add(b.added)
+	}
+	if b.rv != *t.rv.Load() {
+		rv := b.rv
+		t.rv.Store(&rv)
+	}
+	// A table that outgrew its shards (more adds than the hint) grows here,
+	// which publishes a whole batch's table too.
+	if g := ix.grownFor(t, t.size.Load()); g == t && b.whole {
+		ix.table.Store(t)
+	}
+	shards := b.shards
+	if len(shards) > reusedShardMap {
+		shards = nil
+	} else {
+		clear(shards)
+	}
+	*b = writeBatch{shards: shards}
+	ix.writeMu.Unlock()
+}
