@@ -71,7 +71,7 @@ type Cache struct {
 	missing missingKinds
 	stats   listStatsRegistry
 	// intern is the cache's string intern table; nil with DisableStringInterning.
-	intern *internTable
+	intern *interner
 	// clock drives the informers' timers and the mutation detector; real time except
 	// in tests.
 	clock clock.WithTicker
@@ -201,7 +201,7 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 		received:                    received,
 	}
 	if !settings.DisableStringInterning {
-		c.intern = newInternTable()
+		c.intern = newInterner()
 	}
 	c.listWatcher = c.newListWatch
 	if settings.Sharding != nil {

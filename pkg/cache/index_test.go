@@ -185,7 +185,7 @@ func TestCandidatesByFieldsUsesFirstRequirementAndFiltersTheRest(t *testing.T) {
 // With interning (the default), the index values of objects filed under one value are
 // one shared string, and a value seen before is found without allocating.
 func TestIndexValuesAreSharedStringsWhenInterned(t *testing.T) {
-	intern := newInternTable()
+	intern := newInterner()
 	sameData := func(a, b []string) bool {
 		if len(a) != len(b) {
 			return false
@@ -219,7 +219,7 @@ func TestIndexValuesAreSharedStringsWhenInterned(t *testing.T) {
 			t.Errorf("known value %q cost %v allocations, want 0", value, allocs)
 		}
 	}
-	var off *internTable
+	var off *interner
 	first, _ := labelIndexFunc(appLabel, off)(one)
 	second, _ := labelIndexFunc(appLabel, off)(two)
 	if !slices.Equal(first, second) || sameData(first, second) {

@@ -33,7 +33,7 @@ const (
 	internMaxLen         = 320
 )
 
-// internTable hands out one shared copy of each string it has seen recently, so that
+// interner hands out one shared copy of each string it has seen recently, so that
 // the decoded objects of a cache do not each hold their own copy of strings that
 // thousands of them repeat (namespaces, label keys and values, annotation keys,
 // owner kinds). It is bounded by two generations: lookups hit the current one, then
@@ -43,18 +43,18 @@ const (
 // long as they are looked up again within a generation; strings that never repeat
 // (a pod's own name in a label) cost one slot until they age out. Safe for
 // concurrent use; one lock acquisition per object.
-type internTable struct {
+type interner struct {
 	mu       sync.Mutex
 	current  map[string]string
 	previous map[string]string
 }
 
-func newInternTable() *internTable {
-	return &internTable{current: make(map[string]string, 256)}
+func newInterner() *interner {
+	return &interner{current: make(map[string]string, 256)}
 }
 
 // internLocked returns the shared copy of s. t.mu is held.
-func (t *internTable) internLocked(s string) string {
+func (t *interner) internLocked(s string) string {
 	if s == "" || len(s) > internMaxLen {
 		return s
 	}
@@ -68,7 +68,7 @@ func (t *internTable) internLocked(s string) string {
 // sharedLocked returns the table's copy of s, if it holds one (a string of the
 // previous generation moves into the current one). s is only looked up, never kept.
 // t.mu is held.
-func (t *internTable) sharedLocked(s string) (string, bool) {
+func (t *interner) sharedLocked(s string) (string, bool) {
 	if shared, ok := t.current[s]; ok {
 		return shared, true
 	}
@@ -79,7 +79,7 @@ func (t *internTable) sharedLocked(s string) (string, bool) {
 	return "", false
 }
 
-func (t *internTable) addLocked(s string) {
+func (t *interner) addLocked(s string) {
 	if len(t.current) >= internGenerationSize {
 		t.previous = t.current
 		t.current = make(map[string]string, internGenerationSize/4)
@@ -95,7 +95,7 @@ func (t *internTable) addLocked(s string) {
 // records filed under one value then hold one string instead of one each, and values
 // seen before cost no allocation. t may be nil (interning off): the strings are built
 // anew.
-func (t *internTable) namespacedKeys(ns, value string) (inNamespace, allNamespaces string) {
+func (t *interner) namespacedKeys(ns, value string) (inNamespace, allNamespaces string) {
 	if t == nil {
 		if ns != "" {
 			inNamespace = KeyToNamespacedKey(ns, value)
@@ -113,7 +113,7 @@ func (t *internTable) namespacedKeys(ns, value string) (inNamespace, allNamespac
 // joinedLocked returns the shared copy of prefix + "/" + value, built in a stack
 // buffer and looked up through a view of it, so that a string the table holds costs
 // no allocation. t.mu is held.
-func (t *internTable) joinedLocked(prefix, value string) string {
+func (t *interner) joinedLocked(prefix, value string) string {
 	var buf [128]byte
 	b := append(append(append(buf[:0], prefix...), '/'), value...)
 	if len(b) > internMaxLen {
@@ -128,7 +128,7 @@ func (t *internTable) joinedLocked(prefix, value string) string {
 }
 
 // size returns the number of strings held (both generations).
-func (t *internTable) size() int {
+func (t *interner) size() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.current) + len(t.previous)
@@ -139,7 +139,7 @@ func (t *internTable) size() int {
 // large and unique), and the apiVersion, kind and name of owner references. Maps and
 // the owner references are replaced by new ones (a map's keys cannot be replaced in
 // place), so whatever obj shared them with is left alone.
-func (t *internTable) internObject(obj metav1.Object) {
+func (t *interner) internObject(obj metav1.Object) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if ns := obj.GetNamespace(); ns != "" {

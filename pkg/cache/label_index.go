@@ -36,7 +36,7 @@ func LabelIndexName(key string) string {
 
 // labelIndexers returns the "label:<key>" indexers for keys, whose values come from
 // intern (nil: built per object).
-func labelIndexers(keys []string, intern *internTable) toolscache.Indexers {
+func labelIndexers(keys []string, intern *interner) toolscache.Indexers {
 	indexers := make(toolscache.Indexers, len(keys))
 	for _, key := range keys {
 		indexers[LabelIndexName(key)] = labelIndexFunc(key, intern)
@@ -49,7 +49,7 @@ func labelIndexers(keys []string, intern *internTable) toolscache.Indexers {
 // cluster-scoped one, nothing when the label is absent. An empty label value is a value
 // like any other ("app=" matches objects whose label app is ""). The value strings are
 // intern's shared copies (see internTable.namespacedKeys); intern may be nil.
-func labelIndexFunc(key string, intern *internTable) toolscache.IndexFunc {
+func labelIndexFunc(key string, intern *interner) toolscache.IndexFunc {
 	return func(obj any) ([]string, error) {
 		m, err := apimeta.Accessor(obj)
 		if err != nil {

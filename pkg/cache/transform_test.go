@@ -208,7 +208,7 @@ func TestRepeatedMetadataStringsAreInternedUnlessDisabled(t *testing.T) {
 }
 
 func TestInternTableIsBoundedAndKeepsHotStringsShared(t *testing.T) {
-	table := newInternTable()
+	table := newInterner()
 	hot := table.internLocked(strings.Clone(appLabel))
 	for i := range 5 * internGenerationSize {
 		table.internLocked(fmt.Sprintf("unique-%d", i))

@@ -8,11 +8,11 @@ import (
 
 // trie is a persistent (immutable) map from string keys to V: a compressed
 // hash-array mapped prefix tree (CHAMP; Steindorfer and Vinju, OOPSLA 2015),
-// the structure of the Indexer's indexes (see shardTable).
+// the structure of the Indexer's indexes (see segmentTable).
 //
 // A trie value is never modified once published: set and del return a new
 // trie that shares every untouched node with the old one and copies the path
-// to the changed entry (O(log32 n) nodes). Readers of an old trie are thus
+// to the changed cell (O(log32 n) nodes). Readers of an old trie are thus
 // never disturbed by a writer, and need no lock.
 //
 // Writes take an *edit token: nodes created under the same token are changed
@@ -56,7 +56,7 @@ func (ed *edit) grew(n trimmable, dataCap, nodesCap, newDataCap, newNodesCap int
 }
 
 // trieEntry is one key/value pair. The key's hash is not kept (it is
-// recomputed in the rare case an entry moves down a level): every byte of a
+// recomputed in the rare case an cell moves down a level): every byte of a
 // node is copied on each write that passes through it.
 type trieEntry[V any] struct {
 	key string
@@ -66,10 +66,10 @@ type trieEntry[V any] struct {
 // hasher hashes keys; tests substitute colliding ones.
 type hasher func(key string) uint64
 
-// trieNode holds up to 32 slots, each empty, an entry (dataMap bit set) or a
+// trieNode holds up to 32 slots, each empty, an cell (dataMap bit set) or a
 // sub-node (nodeMap bit set); data and nodes are dense, ordered by slot. A
 // node below the hash's last bits (shift ≥ 64) is a collision node: data
-// holds every entry, compared by key.
+// holds every cell, compared by key.
 type trieNode[V any] struct {
 	dataMap uint32
 	nodeMap uint32
@@ -88,7 +88,7 @@ var trieSeed = maphash.MakeSeed()
 
 func trieHash(key string) uint64 { return maphash.String(trieSeed, key) }
 
-// Len returns the number of entries.
+// Len returns the number of cells.
 func (t trie[V]) Len() int { return t.size }
 
 // get returns the value stored under key.
@@ -156,7 +156,7 @@ func (t trie[V]) del(ed *edit, key string) (trie[V], bool) {
 	return t, true
 }
 
-// each calls fn for every entry until fn returns false.
+// each calls fn for every cell until fn returns false.
 func (t trie[V]) each(fn func(key string, val V) bool) {
 	if t.root != nil {
 		t.root.each(fn)
@@ -210,7 +210,7 @@ func slot(bitmap, bit uint32) int { return bits.OnesCount32(bitmap & (bit - 1)) 
 // editable returns n itself if ed owns it, else a copy that ed owns.
 func (n *trieNode[V]) editable(ed *edit) *trieNode[V] { return n.editableFor(ed, 0, 0) }
 
-// editableFor is editable for a write that will add extraData entries and
+// editableFor is editable for a write that will add extraData cells and
 // extraNodes sub-nodes (0 or 1 each): a copy gets exactly that much room, so
 // that the write leaves it full and commit has nothing to trim (a copy with
 // spare room would be copied a second time there). A node ed owns already
@@ -231,7 +231,7 @@ func (n *trieNode[V]) editableFor(ed *edit, extraData, extraNodes int) *trieNode
 	return m
 }
 
-// pushDown returns n, or a copy ed owns, with its entry at data index i
+// pushDown returns n, or a copy ed owns, with its cell at data index i
 // replaced by the sub-node sub at slot bit.
 func (n *trieNode[V]) pushDown(ed *edit, i int, bit uint32, sub *trieNode[V]) *trieNode[V] {
 	at := slot(n.nodeMap, bit)
@@ -307,7 +307,7 @@ func (n *trieNode[V]) set(ed *edit, e trieEntry[V], h uint64, shift uint, hf has
 	}
 }
 
-// pair builds the sub-node at shift holding entries a and b (with hashes ha
+// pair builds the sub-node at shift holding cells a and b (with hashes ha
 // and hb).
 func pair[V any](ed *edit, a trieEntry[V], ha uint64, b trieEntry[V], hb uint64, shift uint) *trieNode[V] {
 	if shift >= hashWidth {
@@ -350,7 +350,7 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 			return n, false
 		}
 		if c.nodeMap == 0 && len(c.data) == 1 {
-			// Keep the trie canonical: a lone entry moves up into this node.
+			// Keep the trie canonical: a lone cell moves up into this node.
 			var m *trieNode[V]
 			if n.owner == ed {
 				m = n
@@ -378,7 +378,7 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 	}
 }
 
-// withoutData returns n without its data entry i: n itself, changed in place,
+// withoutData returns n without its data cell i: n itself, changed in place,
 // if ed owns it (the room left is recorded for trim), else a copy ed owns of
 // exactly the size it ends with, so that commit has nothing to trim.
 func (n *trieNode[V]) withoutData(ed *edit, i int) *trieNode[V] {

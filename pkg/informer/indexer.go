@@ -29,11 +29,11 @@ var _ toolscache.Indexer = (*Indexer)(nil)
 // Readers never block the writer and the writer never blocks readers
 // (a write never waits behind a long List). Each key
 // has a cell holding its current record behind an atomic pointer; the cells
-// live in copy-on-write hash shards of a few entries each, and the indexes
-// file them in persistent hash tries (see shardTable and trie). A reader
+// live in copy-on-write hash segments of a few cells each, and the indexes
+// file them in persistent hash tries (see segmentTable and trie). A reader
 // loads what it needs with atomic loads and takes no lock. An update stores
 // a new record in the key's cell (and refiles the cell if an index value
-// changed); an add or delete also replaces one shard by a modified copy.
+// changed); an add or delete also replaces one segment by a modified copy.
 // Writers serialise on a mutex that readers never take. And since a lock
 // is not the only way to starve a writer, a read returning 1024 objects or
 // more yields its processor once (see yieldAfter). client-go's store
@@ -51,9 +51,9 @@ var _ toolscache.Indexer = (*Indexer)(nil)
 // beginWholeBatch), so a read sees all of it or none of it.
 //
 // Beyond client-go: the index values a key was filed under are remembered,
-// so updates and deletes remove the old entries without re-running index
+// so updates and deletes remove the old cells without re-running index
 // functions on the old object, and an index function that fails leaves no
-// stale entries behind (client-go panics instead). Empty value buckets are
+// stale cells behind (client-go panics instead). Empty value buckets are
 // dropped.
 type Indexer struct {
 	keyFunc toolscache.KeyFunc
@@ -62,8 +62,8 @@ type Indexer struct {
 	onCodecError func(key string, err error)
 
 	// table is the current content; readers load it, the writer replaces
-	// its shards and indexes, or (Replace, AddIndexers, growth) all of it.
-	table atomic.Pointer[shardTable]
+	// its segments and indexes, or (Replace, AddIndexers, growth) all of it.
+	table atomic.Pointer[segmentTable]
 	// writeMu serialises writers. Readers never take it.
 	writeMu sync.Mutex
 	// batch is the one writeBatch, reused by every write (under writeMu;
@@ -117,7 +117,7 @@ type IndexerOptions struct {
 // NewIndexerWithOptions is NewIndexer with options (compact storage).
 func NewIndexerWithOptions(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers, opts IndexerOptions) *Indexer {
 	ix := &Indexer{keyFunc: keyFunc, codec: opts.Codec, onCodecError: opts.OnCodecError}
-	ix.table.Store(newShardTable(newIndexFuncs(indexers), 0, ""))
+	ix.table.Store(newSegmentTable(newIndexFuncs(indexers), 0, ""))
 	return ix
 }
 
@@ -265,8 +265,8 @@ func (ix *Indexer) Replace(list []any, resourceVersion string) error {
 
 // build makes a table of list with funcs. It takes no lock: the table is
 // private until published.
-func (ix *Indexer) build(list []any, funcs *indexFuncs, rv string) (*shardTable, []error) {
-	t := newShardTable(funcs, len(list), rv)
+func (ix *Indexer) build(list []any, funcs *indexFuncs, rv string) (*segmentTable, []error) {
+	t := newSegmentTable(funcs, len(list), rv)
 	var errs []error
 	for _, obj := range list {
 		key, err := ix.keyFunc(obj)
@@ -281,17 +281,17 @@ func (ix *Indexer) build(list []any, funcs *indexFuncs, rv string) (*shardTable,
 		rec, _ := newRecord(obj, ix.encode(key, obj), nil, vals)
 		t.fill(key, rec)
 	}
-	t.sortShards()
+	t.sortSegments()
 	t.indexAll()
 	return t, errs
 }
 
-// indexAll builds t's indexes from its entries (before t is published).
-func (t *shardTable) indexAll() {
+// indexAll builds t's indexes from its cells (before t is published).
+func (t *segmentTable) indexAll() {
 	set := &indexSet{byName: make([]trie[bucket], len(t.funcs.names))}
 	ed := &edit{}
-	for j := range t.shards {
-		for _, se := range t.shards[j].Load().entries {
+	for j := range t.segments {
+		for _, se := range t.segments[j].Load().slots {
 			r := se.e.rec.Load()
 			for i := range set.byName {
 				set.byName[i] = refileIndex(ed, set.byName[i], se.key, se.e, nil, r.filed(i))
@@ -329,11 +329,11 @@ func (ix *Indexer) Index(indexName string, obj any) ([]any, error) {
 	if len(values) == 1 {
 		return ix.bucketObjects(t, idx, i, values[0]), nil
 	}
-	seen := map[*entry]struct{}{}
+	seen := map[*cell]struct{}{}
 	var out []any
 	for _, v := range values {
 		b, _ := idx.get(v)
-		b.each(func(key string, e *entry) bool {
+		b.each(func(key string, e *cell) bool {
 			if _, dup := seen[e]; dup {
 				return true
 			}
@@ -350,7 +350,7 @@ func (ix *Indexer) Index(indexName string, obj any) ([]any, error) {
 }
 
 // index returns the position and content of the index named name.
-func (t *shardTable) index(name string) (int, trie[bucket], bool) {
+func (t *segmentTable) index(name string) (int, trie[bucket], bool) {
 	i, ok := slices.BinarySearch(t.funcs.names, name)
 	if !ok {
 		return 0, trie[bucket]{}, false
@@ -359,11 +359,11 @@ func (t *shardTable) index(name string) (int, trie[bucket], bool) {
 }
 
 // bucketObjects returns the objects filed under value in idx (index i of
-// t): those of the bucket's entries whose current record is filed there.
-func (ix *Indexer) bucketObjects(t *shardTable, idx trie[bucket], i int, value string) []any {
+// t): those of the bucket's cells whose current record is filed there.
+func (ix *Indexer) bucketObjects(t *segmentTable, idx trie[bucket], i int, value string) []any {
 	b, _ := idx.get(value)
 	out := make([]any, 0, b.Len())
-	b.each(func(key string, e *entry) bool {
+	b.each(func(key string, e *cell) bool {
 		if r := e.rec.Load(); r.filedUnder(i, value) {
 			if obj, err := ix.read(key, r); err == nil {
 				out = append(out, obj)
@@ -400,7 +400,7 @@ func (ix *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	}
 	b, _ := idx.get(indexedValue)
 	out := make([]string, 0, b.Len())
-	b.each(func(key string, e *entry) bool {
+	b.each(func(key string, e *cell) bool {
 		if e.rec.Load().filedUnder(i, indexedValue) {
 			out = append(out, key)
 		}
@@ -480,7 +480,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	funcs := newIndexFuncs(all)
 	added := newIndexFuncs(newIndexers)
 	// Existing objects keep their computed values; only the new functions run.
-	next := newShardTable(funcs, int(cur.size.Load()), *cur.rv.Load())
+	next := newSegmentTable(funcs, int(cur.size.Load()), *cur.rv.Load())
 	var errs []error
 	cur.each(func(key string, r *record) bool {
 		obj := r.obj
@@ -512,7 +512,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 		next.fill(key, rec)
 		return true
 	})
-	next.sortShards()
+	next.sortSegments()
 	next.indexAll()
 	ix.table.Store(next)
 	return errors.Join(errs...)

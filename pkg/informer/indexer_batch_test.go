@@ -28,9 +28,9 @@ type readerView struct {
 // through swap and take instead).
 func (b *writeBatch) get(key string) *record {
 	h := keyHash(key)
-	s := b.shard(b.slotOf(h))
+	s := b.segment(b.slotOf(h))
 	if i, ok := s.search(h, key); ok {
-		return s.entries[i].e.rec.Load()
+		return s.slots[i].e.rec.Load()
 	}
 	return nil
 }
@@ -288,7 +288,7 @@ func renderIndexes(funcs *indexFuncs, set *indexSet) string {
 	for i, name := range funcs.names {
 		set.byName[i].each(func(v string, bk bucket) bool {
 			var keys []string
-			bk.each(func(k string, _ *entry) bool { keys = append(keys, k); return true })
+			bk.each(func(k string, _ *cell) bool { keys = append(keys, k); return true })
 			slices.Sort(keys)
 			fmt.Fprintf(&b, "%s=%s:%v;", name, v, keys)
 			return true
@@ -312,11 +312,11 @@ func TestWriteBatchLeavesPublishedIndexesAndShardsUntouched(t *testing.T) {
 	tbl := ix.table.Load()
 	oldIdx := tbl.indices.Load()
 	wantIdx := renderIndexes(tbl.funcs, oldIdx)
-	oldShards := make([]*shard, len(tbl.shards))
-	wantShards := make([]string, 0, len(tbl.shards))
-	for i := range tbl.shards {
-		oldShards[i] = tbl.shards[i].Load()
-		wantShards = append(wantShards, fmt.Sprint(oldShards[i].entries))
+	oldShards := make([]*segment, len(tbl.segments))
+	wantShards := make([]string, 0, len(tbl.segments))
+	for i := range tbl.segments {
+		oldShards[i] = tbl.segments[i].Load()
+		wantShards = append(wantShards, fmt.Sprint(oldShards[i].slots))
 	}
 
 	w := ix.beginBatch(0) // no growth: 3000 + 500 keys fit the table
@@ -339,7 +339,7 @@ func TestWriteBatchLeavesPublishedIndexesAndShardsUntouched(t *testing.T) {
 		t.Fatal("the index set published before the batch changed")
 	}
 	for i := range oldShards {
-		if got := fmt.Sprint(oldShards[i].entries); got != wantShards[i] {
+		if got := fmt.Sprint(oldShards[i].slots); got != wantShards[i] {
 			t.Fatalf("shard %d published before the batch changed", i)
 		}
 	}
@@ -449,7 +449,7 @@ func TestWriteBatchMatchesModel(t *testing.T) {
 				checkDuringBatch(t, ix, step, before.objs, m.objs)
 			}
 			w.commit()
-			if n, bits := ix.Len(), ix.table.Load().bits; n > shardTarget<<bits {
+			if n, bits := ix.Len(), ix.table.Load().bits; n > segmentTarget<<bits {
 				t.Fatalf("step %d: %d keys in %d shards after commit", step, n, 1<<bits)
 			}
 		}

@@ -341,7 +341,7 @@ func TestIndexerGrowsShardsWhileReadersRead(t *testing.T) {
 		t.Fatalf("a reader missed a written object: %s", m)
 	default:
 	}
-	if bits := ix.table.Load().bits; bits <= startBits || total > shardTarget<<bits {
+	if bits := ix.table.Load().bits; bits <= startBits || total > segmentTarget<<bits {
 		t.Fatalf("table has 2^%d shards for %d objects (started with 2^%d)", bits, total, startBits)
 	}
 	if ix.Len() != total || len(ix.List()) != total || len(byIndex(t, ix, appLabel, "web")) != total {

@@ -56,7 +56,7 @@ func TestWholeBatchIsInvisibleUntilCommit(t *testing.T) {
 	}
 	checkView(t, "readers before the growing batch's commit", viewOf(t, ix), after)
 	w.commit()
-	if n, bits := ix.Len(), ix.table.Load().bits; n != 1003 || n > shardTarget<<bits {
+	if n, bits := ix.Len(), ix.table.Load().bits; n != 1003 || n > segmentTarget<<bits {
 		t.Fatalf("after the growing batch: %d keys in %d shards", n, 1<<bits)
 	}
 	if web := byIndex(t, ix, appLabel, "web"); len(web) != 1001 {

@@ -10,7 +10,7 @@ import (
 // writeBatch: the pop loop applies the keys it pops together as one batch
 // (beginBatch, or beginWholeBatch for a relist), and the toolscache.Store
 // methods Add, Update, Delete and Bookmark are each a batch of one. So the
-// refiling of index entries, the store's RV bookkeeping and the table's
+// refiling of index cells, the store's RV bookkeeping and the table's
 // growth are written once, here. Replace and AddIndexers build a new table
 // instead (Indexer.build, AddIndexers in indexer.go).
 
@@ -20,10 +20,10 @@ import (
 // beginBatch until commit.
 //
 // Copy-on-write happens once per batch instead of once per write: the
-// shards an add or delete changes are copied once into private shards that
+// segments an add or delete changes are copied once into private segments that
 // later writes of the batch change in place, and the index tries are
 // changed under one edit token, so each trie node is copied at most once.
-// The private shards and indexes are published by commit. So the initial
+// The private segments and indexes are published by commit. So the initial
 // list of n objects costs about one allocation per object and index for
 // the store's structure, instead of a path of trie nodes per write.
 //
@@ -31,7 +31,7 @@ import (
 // values do not change is visible at once (its cell gets the new record);
 // a deleted key disappears at once; added keys, and keys whose index values
 // changed, appear in the indexes at commit (a moved key is missing from
-// ByIndex of both values until then); commit publishes shard by shard, then
+// ByIndex of both values until then); commit publishes segment by segment, then
 // the indexes, the size and the RV. The batch's own reads (get) see its
 // writes. A batch of one (Add, Update, Delete) is thus visible, whole, when
 // the method returns.
@@ -44,7 +44,7 @@ import (
 // beyond the store's own structure.
 type writeBatch struct {
 	ix *Indexer
-	t  *shardTable
+	t  *segmentTable
 	// whole: t is a private copy of the table (see beginWholeBatch).
 	whole bool
 	// ed owns the trie nodes the batch made; nil until a write refiles
@@ -53,16 +53,16 @@ type writeBatch struct {
 	ed *edit
 	// idx is the private copy of t's indexes, nil until a write refiles.
 	idx *indexSet
-	// shards are the private copies of the shards changed, by slot.
-	shards map[uint64]*shard
-	added  int64
-	rv     string
+	// segments are the private copies of the segments changed, by slot.
+	segments map[uint64]*segment
+	added    int64
+	rv       string
 }
 
-// reusedShardMap is the most private shards whose map a committed batch
+// reusedSegmentMap is the most private segments whose map a committed batch
 // clears for the next one; a larger map (an initial list's batch) is let
 // go, as clearing it would cost every later batch its capacity.
-const reusedShardMap = 64
+const reusedSegmentMap = 64
 
 // Add stores obj under its key, replacing any previous object, and records
 // the object's resourceVersion as the store's RV if it is newer. It returns a
@@ -82,7 +82,7 @@ func (ix *Indexer) Update(obj any) error { return ix.Add(obj) }
 
 // Delete removes the object with obj's key (obj may be a
 // toolscache.DeletedFinalStateUnknown when the key function handles it) and
-// removes its index entries, as a batch of one, and records obj's
+// removes its index cells, as a batch of one, and records obj's
 // resourceVersion as the store's RV if it is newer (a tombstone's is not
 // recorded). Deleting an absent key is not an error.
 func (ix *Indexer) Delete(obj any) error {
@@ -126,7 +126,7 @@ func (ix *Indexer) Bookmark(rv string) {
 
 // beginBatch takes the writer mutex and starts a batch of up to adds new
 // keys (a hint: the table is grown for them first, so that adding them does
-// not split shards).
+// not split segments).
 func (ix *Indexer) beginBatch(adds int) *writeBatch {
 	ix.writeMu.Lock()
 	t := ix.table.Load()
@@ -141,13 +141,13 @@ func (ix *Indexer) beginBatch(adds int) *writeBatch {
 // as the batch left it from then on (the informer applies a relist so; see
 // SharedIndexInformer.handleBatch). adds is beginBatch's hint.
 //
-// The batch writes to a private copy of the table (shardTable.cloned): the
-// same records in new entry cells, new shards, and index tries of the same
+// The batch writes to a private copy of the table (segmentTable.cloned): the
+// same records in new cells, new segments, and index tries of the same
 // shape filing the new cells. So its updates, adds and deletes change
 // nothing a reader can reach, and it writes the copy in place as a batch
-// writes its private shards and nodes; commit publishes the copy with one
+// writes its private segments and nodes; commit publishes the copy with one
 // store. The cost is the store's structure once more for the batch's
-// duration, not its objects (see shardTable.cloned); readers still holding
+// duration, not its objects (see segmentTable.cloned); readers still holding
 // the old table keep it alive until they are done.
 func (ix *Indexer) beginWholeBatch(adds int) *writeBatch {
 	ix.writeMu.Lock()
@@ -159,9 +159,9 @@ func (ix *Indexer) beginWholeBatch(adds int) *writeBatch {
 	return b
 }
 
-// grownFor returns t, or when n keys would overfill its shards a grown
+// grownFor returns t, or when n keys would overfill its segments a grown
 // copy, published in t's place (writer only).
-func (ix *Indexer) grownFor(t *shardTable, n int64) *shardTable {
+func (ix *Indexer) grownFor(t *segmentTable, n int64) *segmentTable {
 	if bits := bitsFor(n, t.bits); bits != t.bits {
 		t = t.grownTo(bits)
 		ix.table.Store(t)
@@ -172,33 +172,33 @@ func (ix *Indexer) grownFor(t *shardTable, n int64) *shardTable {
 // slotOf returns the slot number of a key hash in the batch's table.
 func (b *writeBatch) slotOf(h uint64) uint64 { return h >> (64 - b.t.bits) }
 
-// shard returns the batch's view of shard slot: its private copy if any.
-func (b *writeBatch) shard(slot uint64) *shard {
-	if s, ok := b.shards[slot]; ok {
+// segment returns the batch's view of segment slot: its private copy if any.
+func (b *writeBatch) segment(slot uint64) *segment {
+	if s, ok := b.segments[slot]; ok {
 		return s
 	}
-	return b.t.shards[slot].Load()
+	return b.t.segments[slot].Load()
 }
 
-// privateShard returns the batch's private copy of shard slot, copying the
-// published shard the first time (with room for extra more entries). A whole
-// batch's table is private already: its shard is changed in place (the
-// shared emptyShard excepted).
-func (b *writeBatch) privateShard(slot uint64, extra int) *shard {
-	if s, ok := b.shards[slot]; ok {
+// privateSegment returns the batch's private copy of segment slot, copying the
+// published segment the first time (with room for extra more cells). A whole
+// batch's table is private already: its segment is changed in place (the
+// shared emptySegment excepted).
+func (b *writeBatch) privateSegment(slot uint64, extra int) *segment {
+	if s, ok := b.segments[slot]; ok {
 		return s
 	}
-	if b.shards == nil {
-		b.shards = map[uint64]*shard{}
+	if b.segments == nil {
+		b.segments = map[uint64]*segment{}
 	}
-	pub := b.t.shards[slot].Load()
-	if b.whole && pub != emptyShard {
-		b.shards[slot] = pub
+	pub := b.t.segments[slot].Load()
+	if b.whole && pub != emptySegment {
+		b.segments[slot] = pub
 		return pub
 	}
-	s := &shard{entries: make([]shardEntry, len(pub.entries), len(pub.entries)+extra)}
-	copy(s.entries, pub.entries)
-	b.shards[slot] = s
+	s := &segment{slots: make([]segmentSlot, len(pub.slots), len(pub.slots)+extra)}
+	copy(s.slots, pub.slots)
+	b.segments[slot] = s
 	return s
 }
 
@@ -244,15 +244,15 @@ func (b *writeBatch) write(key string, obj any, v prepared) (old, rec *record, e
 	b.observeRV(obj)
 	h := keyHash(key)
 	slot := b.slotOf(h)
-	e, old, found := b.shard(slot).entryFor(h, key)
+	e, old, found := b.segment(slot).cellFor(h, key)
 	rec, changed := newRecord(v.obj, v.data, old, v.vals)
 	// The record first, then the indexes (at commit): a reader that finds
-	// the entry in a bucket checks that the record it loads is filed there.
+	// the cell in a bucket checks that the record it loads is filed there.
 	e.rec.Store(rec)
 	b.t.account(old, rec)
 	if !found {
-		p := b.privateShard(slot, 1)
-		p.entries = append(p.entries, shardEntry{hash: h, key: key, e: e})
+		p := b.privateSegment(slot, 1)
+		p.slots = append(p.slots, segmentSlot{hash: h, key: key, e: e})
 		b.added++
 	}
 	if changed {
@@ -295,27 +295,27 @@ func newRecord(obj any, data []byte, old *record, vals indexValues) (rec *record
 	return rec, true
 }
 
-// remove deletes key and its index entries; it reports whether key was
+// remove deletes key and its index cells; it reports whether key was
 // present.
 func (b *writeBatch) remove(key string) bool { return b.take(key) != nil }
 
-// take deletes key and its index entries and returns its record, or nil when
+// take deletes key and its index cells and returns its record, or nil when
 // key was absent. It records no RV (it has no object).
 func (b *writeBatch) take(key string) *record {
 	h := keyHash(key)
 	slot := b.slotOf(h)
-	i, found := b.shard(slot).search(h, key)
+	i, found := b.segment(slot).search(h, key)
 	if !found {
 		return nil
 	}
-	p := b.privateShard(slot, 0)
-	e := p.entries[i].e
+	p := b.privateSegment(slot, 0)
+	e := p.slots[i].e
 	old := e.rec.Load()
 	e.rec.Store(nil)
-	last := len(p.entries) - 1
-	p.entries[i] = p.entries[last]
-	p.entries[last] = shardEntry{}
-	p.entries = p.entries[:last]
+	last := len(p.slots) - 1
+	p.slots[i] = p.slots[last]
+	p.slots[last] = segmentSlot{}
+	p.slots = p.slots[:last]
 	b.refile(key, e, old, nil)
 	b.t.account(old, nil)
 	b.added--
@@ -323,7 +323,7 @@ func (b *writeBatch) take(key string) *record {
 }
 
 // refile moves e in the batch's private indexes from old's values to rec's.
-func (b *writeBatch) refile(key string, e *entry, old, rec *record) {
+func (b *writeBatch) refile(key string, e *cell, old, rec *record) {
 	if b.idx == nil {
 		b.idx = &indexSet{byName: slices.Clone(b.t.indices.Load().byName)}
 	}
@@ -335,9 +335,9 @@ func (b *writeBatch) refile(key string, e *entry, old, rec *record) {
 	}
 }
 
-// refileIndex moves key's entry e in one index from the buckets of oldVals
+// refileIndex moves key's cell e in one index from the buckets of oldVals
 // to those of newVals, dropping buckets that become empty.
-func refileIndex(ed *edit, idx trie[bucket], key string, e *entry, oldVals, newVals []string) trie[bucket] {
+func refileIndex(ed *edit, idx trie[bucket], key string, e *cell, oldVals, newVals []string) trie[bucket] {
 	if slices.Equal(oldVals, newVals) {
 		return idx
 	}
@@ -377,20 +377,20 @@ func (b *writeBatch) observe(rv string) {
 	}
 }
 
-// commit publishes the batch's shards, indexes, size and RV (a whole batch:
-// its table, at once), grows the table if it outgrew its shards, and
+// commit publishes the batch's segments, indexes, size and RV (a whole batch:
+// its table, at once), grows the table if it outgrew its segments, and
 // releases the writer mutex. The batch must not be used afterwards.
 func (b *writeBatch) commit() {
 	t, ix := b.t, b.ix
-	for slot, s := range b.shards {
-		if len(s.entries) == 0 {
-			s = emptyShard
-		} else if cap(s.entries) > len(s.entries) {
-			// Several adds to one shard grew it by appending: drop the
-			// spare room, which would stay allocated for the shard's life.
-			s.entries = slices.Clone(s.entries)
+	for slot, s := range b.segments {
+		if len(s.slots) == 0 {
+			s = emptySegment
+		} else if cap(s.slots) > len(s.slots) {
+			// Several adds to one segment grew it by appending: drop the
+			// spare room, which would stay allocated for the segment's life.
+			s.slots = slices.Clone(s.slots)
 		}
-		t.shards[slot].Store(s)
+		t.segments[slot].Store(s)
 	}
 	if b.idx != nil {
 		b.ed.trim()
@@ -403,17 +403,17 @@ func (b *writeBatch) commit() {
 		rv := b.rv
 		t.rv.Store(&rv)
 	}
-	// A table that outgrew its shards (more adds than the hint) grows here,
+	// A table that outgrew its segments (more adds than the hint) grows here,
 	// which publishes a whole batch's table too.
 	if g := ix.grownFor(t, t.size.Load()); g == t && b.whole {
 		ix.table.Store(t)
 	}
-	shards := b.shards
-	if len(shards) > reusedShardMap {
-		shards = nil
+	segments := b.segments
+	if len(segments) > reusedSegmentMap {
+		segments = nil
 	} else {
-		clear(shards)
+		clear(segments)
 	}
-	*b = writeBatch{shards: shards}
+	*b = writeBatch{segments: segments}
 	ix.writeMu.Unlock()
 }

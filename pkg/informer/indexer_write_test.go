@@ -29,11 +29,11 @@ func TestIndexerSingleWritesLeavePublishedIndexesAndShardsUntouched(t *testing.T
 		tbl := ix.table.Load()
 		oldIdx := tbl.indices.Load()
 		wantIdx := renderIndexes(tbl.funcs, oldIdx)
-		oldShards := make([]*shard, len(tbl.shards))
-		wantShards := make([]string, len(tbl.shards))
-		for i := range tbl.shards {
-			oldShards[i] = tbl.shards[i].Load()
-			wantShards[i] = fmt.Sprint(oldShards[i].entries)
+		oldShards := make([]*segment, len(tbl.segments))
+		wantShards := make([]string, len(tbl.segments))
+		for i := range tbl.segments {
+			oldShards[i] = tbl.segments[i].Load()
+			wantShards[i] = fmt.Sprint(oldShards[i].slots)
 		}
 		name := fmt.Sprintf("p%d", step*5)
 		switch step % 4 {
@@ -50,7 +50,7 @@ func TestIndexerSingleWritesLeavePublishedIndexesAndShardsUntouched(t *testing.T
 			t.Fatalf("step %d: the index set published before the write changed", step)
 		}
 		for i := range oldShards {
-			if got := fmt.Sprint(oldShards[i].entries); got != wantShards[i] {
+			if got := fmt.Sprint(oldShards[i].slots); got != wantShards[i] {
 				t.Fatalf("step %d: shard %d published before the write changed", step, i)
 			}
 		}

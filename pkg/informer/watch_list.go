@@ -89,7 +89,7 @@ func (r *reflector) watchList(ctx context.Context) (watch.Interface, int64, erro
 	}
 	// The first list into an empty store is streamed to it in chunks (see
 	// initialStreamer); any other is collected and Replaced at the bookmark.
-	l := &streamedList{r: r, sel: sel, start: start, stream: r.initialStream(), items: newTable(0),
+	l := &streamedList{r: r, sel: sel, start: start, stream: r.initialStream(), items: newRelistSet(0),
 		progress: r.newListProgress(ctx, true)}
 	if err := l.receive(ctx, w, timeoutSeconds); err != nil {
 		w.Stop()
@@ -108,7 +108,7 @@ type streamedList struct {
 	stream   initialStreamer
 	chunk    []any
 	streamed int
-	items    table
+	items    relistSet
 	progress *listProgress
 }
 
@@ -224,7 +224,7 @@ func (l *streamedList) install(ctx context.Context, rv string) error {
 	// The list is the table's objects themselves (no copy); its key index
 	// goes now, before the FIFO builds its own.
 	list := l.items.objs
-	l.items = table{}
+	l.items = relistSet{}
 	stats := ListStats{Objects: len(list), ResourceVersion: rv, Duration: r.clock.Since(l.start), WatchList: true}
 	return r.install(ctx, "watchlist", l.sel, list, rv, stats)
 }

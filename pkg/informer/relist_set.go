@@ -1,19 +1,19 @@
 package informer
 
-// table is a dense key → object map, used by one goroutine: it collects the
+// relistSet is a dense key → object map, used by one goroutine: it collects the
 // objects of a WatchList stream in arrival order until the stream's end
 // (initial events are all ADDED: a later one for a key replaces the first).
-type table struct {
+type relistSet struct {
 	pos  map[string]int
 	keys []string
 	objs []any
 }
 
-func newTable(n int) table {
-	return table{pos: make(map[string]int, n), keys: make([]string, 0, n), objs: make([]any, 0, n)}
+func newRelistSet(n int) relistSet {
+	return relistSet{pos: make(map[string]int, n), keys: make([]string, 0, n), objs: make([]any, 0, n)}
 }
 
-func (t *table) set(key string, obj any) {
+func (t *relistSet) set(key string, obj any) {
 	if i, ok := t.pos[key]; ok {
 		t.objs[i] = obj
 		return
