@@ -126,7 +126,7 @@ func (c *Cache) storeOf(ctx context.Context, obj client.Object) (*scopedInformer
 	if err != nil {
 		return nil, "", err
 	}
-	e, s, err := c.scopeForRead(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj.GetNamespace(), obj)
+	e, s, err := c.scopeForRead(ctx, gvk, obj.GetNamespace(), obj)
 	if err != nil {
 		return nil, "", err
 	}

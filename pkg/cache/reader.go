@@ -64,7 +64,7 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if err != nil {
 		return err
 	}
-	e, s, err := c.scopeForRead(ctx, entryKey{gvk: gvk, shape: shapeOf(out)}, key.Namespace, out)
+	e, s, err := c.scopeForRead(ctx, gvk, key.Namespace, out)
 	if e != nil && !e.namespaced {
 		key.Namespace = ""
 	}
@@ -147,7 +147,7 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	}
 	listOpts := client.ListOptions{}
 	listOpts.ApplyOptions(opts)
-	e, scopes, err := c.scopesForRead(ctx, entryKey{gvk: gvk, shape: shapeOf(example)}, &listOpts, example)
+	e, scopes, err := c.scopesForRead(ctx, gvk, &listOpts, example)
 	if err != nil {
 		return err
 	}
@@ -198,17 +198,19 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	return nil
 }
 
-// scopeForRead returns the entry of key and its scope caching namespace (ignored for
-// a cluster-scoped kind), synced: the lookup of a Get, WaitForResourceVersion and
-// WaitForDeletion. A synced scope is found in one call (informerMap.readyScope);
+// scopeForRead returns the entry of gvk and obj's shape (typed, unstructured or
+// metadata-only) and its scope caching namespace (ignored for a cluster-scoped kind),
+// synced: the lookup of a Get, WaitForResourceVersion and WaitForDeletion. A synced
+// scope is found in one call into informers.go (shapeOf, informerMap.readyScope);
 // otherwise the entry is created if needed (getEntry; *cache.ErrResourceNotCached with
 // ReaderFailOnMissingInformer) and the scope waited for (waitForScopes, whose errors
 // it returns). Other errors: *cache.ErrCacheNotStarted before Start (after the entry
 // was created, so that Start runs it), and an error wrapping errNamespaceNotCached,
 // returned with the entry, when no scope caches namespace.
 func (c *Cache) scopeForRead(
-	ctx context.Context, key entryKey, namespace string, obj runtime.Object,
+	ctx context.Context, gvk schema.GroupVersionKind, namespace string, obj runtime.Object,
 ) (*entry, *scopedInformer, error) {
+	key := entryKey{gvk: gvk, shape: shapeOf(obj)}
 	if e, s, ok := c.informers.readyScope(key, namespace); ok {
 		return e, s, nil
 	}
@@ -232,13 +234,15 @@ func (c *Cache) scopeForRead(
 	return e, s, nil
 }
 
-// scopesForRead is scopeForRead for a List with opts: the entry of key and the scopes
-// opts.Namespace reads (see entry.scopesForList), synced. Errors as scopeForRead's,
-// in the same order, with errContinueNotSupported for opts.Continue once the entry
-// exists and the cache has started.
+// scopesForRead is scopeForRead for a List with opts whose items are of example's Go
+// type: the entry of gvk and that shape, and the scopes opts.Namespace reads (see
+// entry.scopesForList), synced. Errors as scopeForRead's, in the same order, with
+// errContinueNotSupported for opts.Continue once the entry exists and the cache has
+// started.
 func (c *Cache) scopesForRead(
-	ctx context.Context, key entryKey, opts *client.ListOptions, example runtime.Object,
+	ctx context.Context, gvk schema.GroupVersionKind, opts *client.ListOptions, example runtime.Object,
 ) (*entry, []*scopedInformer, error) {
+	key := entryKey{gvk: gvk, shape: shapeOf(example)}
 	if opts.Continue == "" {
 		if e, scopes, ok := c.informers.readyScopes(key, opts.Namespace); ok {
 			return e, scopes, nil
