@@ -15,11 +15,8 @@ import (
 )
 
 // ReasonWatchListTimeout: a WatchList stream fell silent for the
-// WatchListTimeout, did not end its initial events within three of them
-// (e.g. a server or ListerWatcher that ignores sendInitialEvents), or sent a
-// live event (MODIFIED, DELETED) before its initial-events-end bookmark (a
-// proxy or aggregated server that drops bookmarks); the Reflector fell back
-// to LIST.
+// WatchListTimeout, did not end its initial events within three of them, or
+// sent a live event before its end bookmark; the Reflector fell back to LIST.
 const ReasonWatchListTimeout = "WatchListTimeout"
 
 // errInitialEventsIncomplete: the stream closed before the initial-events-end
