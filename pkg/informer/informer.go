@@ -597,7 +597,7 @@ type batchNote struct {
 // in order (store first, then handlers, as for a single key). queued is the
 // number of keys left in the DeltaFIFO.
 //
-// A relist comes as one batch (DeltaFIFO.Replace) and is applied whole
+// A relist comes as one batch (deltaFIFO.Replace) and is applied whole
 // (Indexer.beginWholeBatch): readers see the store as it was until the
 // whole relist is in, then as relisted, and handlers hear of it only then,
 // as with client-go's atomic Replace (one store.Replace, then the

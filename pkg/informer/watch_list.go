@@ -158,7 +158,7 @@ func (l *streamedList) receive(ctx context.Context, w watch.Interface, timeoutSe
 	}
 }
 
-// handle takes one event of the stream: an object is admitted (Reflector.admit)
+// handle takes one event of the stream: an object is admitted (reflector.admit)
 // into the list, the initial-events-end bookmark installs it (done). Errors:
 // an error event's, a live event before that bookmark, a stale list.
 func (l *streamedList) handle(ctx context.Context, e watch.Event) (done bool, err error) {
