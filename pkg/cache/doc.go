@@ -104,8 +104,8 @@ limitations under the License.
 // its namespaces. Kinds read with UnsafeDisableDeepCopy, and every kind while the
 // mutation detector is on, are held decoded under StorageAuto; typed CRD kinds are
 // held decoded, with repeated metadata strings — namespace,
-// generateName, label keys and values, annotation keys, owner references — interned in
-// a bounded table shared by the cache's informers (WithoutStringInterning turns that
+// generateName, label keys and values, annotation keys, owner references — interned by
+// a bounded interner shared by the cache's informers (WithoutStringInterning turns that
 // off). WithStorage and WithStorageFor choose per kind (StorageCompact, StorageDecoded);
 // DELTACACHE_STORAGE in the environment overrides the default mode.
 // BenchmarkStoredPodHeap10k measures the heap a cached pod holds.
@@ -134,29 +134,33 @@ limitations under the License.
 //
 // # Files
 //
+//	options.go                   every setting: Config, Option and every With*, StorageMode, Sharding,
+//	                             the defaults and their validation
 //	cache.go                     Cache, New, NewWith, GetInformer*, RemoveInformer, Start, WaitForCacheSync
-//	config.go                    Config and its With* options (deltacache's own settings)
-//	storage.go                   StorageMode, WithStorage*, the codec of each kind
-//	sharding.go                  Sharding, WithSharding: the ring and the shard selector of each kind
-//	sharding_namespace.go        sharding by namespace: following the Namespaces, NamespaceDebounce
-//	sharding_get.go              a sharded Get of an absent key: NotFound or ErrNotInShard
-//	sharding_reconciler.go       ShardedReconciler: no key reconciled by two replicas at once
-//	drift_check.go               WithConsistencyCheck: the drift check's metadata-only list
 //	scope.go                     the watch scopes of a kind (ByObject → DefaultNamespaces → defaults)
-//	listwatch.go                 newEntry, the informer factory: ListerWatcher, codec, transform, indexes
-//	informers.go                 shapes, entries and the informer map; waiting for a scope's sync
+//	informer_factory.go          the informer factory: newEntry, newScopedInformer (indexes, transform,
+//	                             codec, drift check, shard selector, mutation detector)
+//	listwatch.go                 the ListerWatcher of a scope (typed REST, dynamic or metadata client)
+//	storage.go                   the storage mode and codec of each kind
+//	transform.go                 the store transform: TypeMeta, user transform, managedFields, interning
+//	intern.go                    the interner: the bounded table of shared metadata strings
+//	informers.go                 shapes, entries and the informer map; a synced scope's lookup
+//	                             (readyScope); waiting for a scope's sync
 //	multi_namespace_informer.go  the informer GetInformer returns for several namespaces
 //	missing_kinds.go             a blocking GetInformer waiting for a kind not served yet
-//	transform.go                 the store transform: TypeMeta, user transform, managedFields, interning
-//	intern.go                    the bounded table of shared metadata strings
 //	reader.go                    Get and List: scope, wait, path (index or scan), copy
 //	list_items.go                filling a List's Items (deep copies written in place)
 //	field_index.go               IndexField, "field:<name>" indexes and their lookups
 //	label_index.go               "label:<key>" indexes (WithLabelIndexes) and their lookups
 //	stats.go                     ListStats: the path each List took, and its counter
-//	consistency.go               read your writes: WaitForResourceVersion, WaitForDeletion
+//	read_your_writes.go          read your writes: WaitForResourceVersion, WaitForDeletion
 //	sync_errors.go               errors that keep informers from syncing: SyncError, SyncErrors
 //	health.go                    ReadyzCheck and HealthzCheck
+//	drift_check.go               the drift check's metadata-only list of a scope
+//	sharding.go                  the ring and the shard selector of each sharded kind; NotInShardError
+//	sharding_namespace.go        sharding by namespace: following the Namespaces, NamespaceDebounce
+//	sharding_get.go              a sharded Get of an absent key: NotFound or ErrNotInShard
+//	sharding_reconciler.go       ShardedReconciler: no key reconciled by two replicas at once
 //	mutation_detector.go         the mutation detector and MutationError
 //	handler_label.go             the metric label of a controller-runtime handler
 //	metrics.go                   the informers' metrics registered with controller-runtime's registry

@@ -81,7 +81,7 @@ func (c *Cache) IndexField(
 }
 
 // fieldIndexFunc wraps extractValue into an IndexFunc that namespaces its values, as
-// intern's shared copies (see internTable.namespacedKeys; intern may be nil).
+// intern's shared copies (see interner.namespacedKeys; intern may be nil).
 func fieldIndexFunc(extractValue client.IndexerFunc, intern *interner) toolscache.IndexFunc {
 	return func(raw any) ([]string, error) {
 		obj, ok := raw.(client.Object)

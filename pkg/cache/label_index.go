@@ -48,7 +48,7 @@ func labelIndexers(keys []string, intern *interner) toolscache.Indexers {
 // "__all_namespaces/<value>" for a namespaced object, "__all_namespaces/<value>" for a
 // cluster-scoped one, nothing when the label is absent. An empty label value is a value
 // like any other ("app=" matches objects whose label app is ""). The value strings are
-// intern's shared copies (see internTable.namespacedKeys); intern may be nil.
+// intern's shared copies (see interner.namespacedKeys); intern may be nil.
 func labelIndexFunc(key string, intern *interner) toolscache.IndexFunc {
 	return func(obj any) ([]string, error) {
 		m, err := apimeta.Accessor(obj)

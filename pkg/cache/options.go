@@ -92,7 +92,7 @@ type Config struct {
 	// Zero value (false): the namespace, generateName, label keys and values,
 	// annotation keys and owner references' apiVersion, kind and name of every cached
 	// object are replaced by one shared copy per distinct string (a bounded intern
-	// table per Cache; see internTable), so thousands of pods of one Deployment share
+	// table per Cache; see interner), so thousands of pods of one Deployment share
 	// one "app", one "pod-template-hash" value and one namespace string.
 	DisableStringInterning bool
 

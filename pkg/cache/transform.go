@@ -37,7 +37,7 @@ import (
 //  3. sets gvk again if the user's transform returned an object that carries one
 //     without it (a typed result is otherwise stored as returned, TypeMeta included);
 //  4. strips metadata.managedFields, unless Config.KeepManagedFields;
-//  5. interns repeated metadata strings (see internTable), unless
+//  5. interns repeated metadata strings (see interner), unless
 //     Config.DisableStringInterning or the informer's store is compact (its objects
 //     are held as bytes: shared strings would save nothing);
 //  6. records the object in detector, if the mutation detector is on.

@@ -16,62 +16,26 @@ import (
 
 // ConsistencyCheck compares, at a low rate, an informer's store with the
 // server and heals the drift it finds with a relist: a safety net for watch
-// streams that lose events without breaking (a proxy or an aggregated API
-// server that does not keep watch semantics), which nothing else detects.
-// The zero value is off.
-//
-// Each check lists the informer's scope (its namespace and selectors, which
-// List must apply) as metadata only, in pages of PageSize, with RV "" (a
-// consistent read from etcd, never the watch cache), at list RV R. A sharded
-// informer's check lists and compares its current shard only: every page
-// carries the shard selector as the Reflector sends it (shardSelector,
-// coarsened if too long: see ShardSelector.ForServer), which a server with
-// the ShardedListAndWatch gate applies, and the check drops the listed
-// objects outside the shard itself (a server without the gate sends them
-// all). While the shard is changing (from a SetShardSelector until the
-// relist it causes is handed to the store, see ShardSettled) a check compares
-// nothing and sends no request: the report is Skipped, since objects in
-// flight between the two shards are not drift; a change during the check
-// discards its findings the same way. An empty shard is not listed. It then
-// waits (at most Settle) until the store has caught up with R, and compares
-// uid and resourceVersion per key, deciding only what the RVs prove:
-//   - missing: on the server at RV x, not in the store, though the store is
-//     past x; confirmed by a Get (at most maxDriftGets per check), since the
-//     object may have been deleted after R;
-//   - extra: in the store at an RV ≤ R, absent from the list at R (deleted
-//     on the server, the delete never applied);
-//   - stale: the store holds an older RV (or another uid: a re-creation
-//     missed) than the server's, though it is past the server's RV.
-//
-// Candidates are read again from the store before they count, so that an
-// event being applied at the moment of the comparison is not drift. Drift is
-// counted (deltacache_consistency_drift_objects_total), logged in one line
-// naming up to maxDriftKeysLogged keys of each kind, and healed by
-// Reflector.RequestRelist: the store is Replaced with a consistent list
-// (tombstones for the extra objects), so the next check finds none.
-//
-// Cost to the API server per check: ⌈N/PageSize⌉ LIST requests of the
-// metadata of N objects (about 0.2 to 1 KB per object as JSON; see
-// docs/consistency-check.md for measured figures), plus a Get per missing
-// candidate, none when the store is right.
+// streams that lose events without breaking. The zero value is off. Each
+// check lists the informer's scope (of a sharded informer: its shard) as
+// metadata with RV "", in pages of PageSize, compares uid and resourceVersion
+// per key with the store, counts and logs the missing, extra and stale
+// objects the RVs prove (DriftReport) and relists. What a check decides and
+// costs: docs/architecture.md (section 9) and docs/consistency-check.md.
 type ConsistencyCheck struct {
 	// Interval between checks (each waits a random 0–10% more); 0 = off.
 	Interval time.Duration
-	// List lists one page of the informer's scope as metadata
-	// (*metav1.PartialObjectMetadataList), honouring opts.Limit,
-	// opts.Continue, opts.ResourceVersion and opts.ShardSelector (set by a
-	// sharded informer; a server that ignores it is fine), with the
-	// namespace and selectors of the informer applied. Required (nil = off).
+	// List lists one page of the informer's scope (its namespace and
+	// selectors) as metadata, honouring opts' Limit, Continue,
+	// ResourceVersion and ShardSelector. Required (nil = off).
 	List func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
-	// Get reads one object's metadata by key (namespace, name) to confirm
-	// that an object missing from the store exists; nil = missing candidates
-	// are taken as they are.
+	// Get reads one object's metadata, to confirm a missing one; nil = not
+	// confirmed.
 	Get func(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error)
 	// PageSize of the LIST; 0 = DefaultPageSize.
 	PageSize int64
 	// Settle bounds the wait for the store to reach the list's RV; 0 =
-	// Interval/2, at most 30 s. A check that settles short of it still
-	// decides what the store's RV proves, and leaves the rest to the next.
+	// Interval/2, at most 30 s.
 	Settle time.Duration
 }
 

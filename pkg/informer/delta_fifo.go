@@ -25,7 +25,7 @@ const (
 	// deltaSync: a periodic resync re-delivers the stored object.
 	deltaSync deltaType = "Sync"
 	// deltaEvicted: the object left the FIFO's filter (a shard hand-off, see
-	// DeltaFIFO.SetFilter): it is removed from the store without a
+	// deltaFIFO.SetFilter): it is removed from the store without a
 	// notification.
 	deltaEvicted deltaType = "Evicted"
 )

@@ -8,8 +8,8 @@ import (
 )
 
 // The encoding stage of the data path, between the Reflector's transform and
-// the DeltaFIFO: Reflector.admit (shard filter, transform) hands each
-// admitted object to encodeEarly (ReflectorOptions.encode), which, with
+// the DeltaFIFO: reflector.admit (shard filter, transform) hands each
+// admitted object to encodeEarly (reflectorOptions.encode), which, with
 // compact storage on, returns an *encodedObject the DeltaFIFO queues in the
 // object's place (key, resourceVersion, encoding, index values, and the
 // decoded object only for a watch event); without compact storage the object

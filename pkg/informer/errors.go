@@ -18,8 +18,7 @@ const (
 	ReasonForbidden = "Forbidden"
 	// ReasonUnauthorized: the credentials were rejected (401).
 	ReasonUnauthorized = "Unauthorized"
-	// ReasonNotFound: the resource does not exist on the server (404), e.g. a
-	// CRD that is not installed, or a namespace that is gone.
+	// ReasonNotFound: the resource does not exist on the server (404).
 	ReasonNotFound = "NotFound"
 	// ReasonExpired: the requested resourceVersion or continue token is too
 	// old (410 Gone / Expired); the Reflector relists with a consistent read.
@@ -29,16 +28,13 @@ const (
 	ReasonTooLargeResourceVersion = "TooLargeResourceVersion"
 	// ReasonTooManyRequests: the server throttled the request (429).
 	ReasonTooManyRequests = "TooManyRequests"
-	// ReasonTransport: no API status: connection refused or reset, EOF, TLS,
-	// DNS, timeouts of the HTTP client.
+	// ReasonTransport: no API status (connection, TLS, DNS, HTTP timeouts).
 	ReasonTransport = "Transport"
 	// ReasonServerError: any other API status (500, 503, invalid, ...).
 	ReasonServerError = "ServerError"
-	// ReasonStaleList: a relist returned a snapshot older than the
-	// resourceVersion already applied; it was not installed.
+	// ReasonStaleList: a relist older than the applied RV; not installed.
 	ReasonStaleList = "StaleList"
-	// ReasonWatchStalled: an open watch delivered nothing (not even a bookmark
-	// or its close) within the stall timeout; it was abandoned.
+	// ReasonWatchStalled: an open watch was silent past its stall timeout.
 	ReasonWatchStalled = "WatchStalled"
 )
 
@@ -49,7 +45,7 @@ const (
 type ListWatchError struct {
 	// Name of the informer or reflector.
 	Name string
-	// Op is "list" or "watch".
+	// Op is "list", "watchlist" or "watch".
 	Op string
 	// Reason is one of the Reason* constants.
 	Reason string

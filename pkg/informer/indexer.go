@@ -18,43 +18,15 @@ var _ toolscache.Indexer = (*Indexer)(nil)
 // toolscache.Indexer of client-go v0.37 and is the store behind every
 // SharedIndexInformer.
 //
-// One writer, many readers: inside an informer the pop loop is the only
-// writer; everybody else should only read (Get, GetByKey, List, ListKeys,
-// ByIndex, Index, IndexKeys, ListIndexFuncValues). The write methods exist
-// because toolscache.Store requires them.
-//
-// Objects are stored and returned as the pointers that were added: callers
-// must not mutate them. Returned slices are fresh and may be kept.
-//
-// Readers never block the writer and the writer never blocks readers
-// (a write never waits behind a long List). Each key
-// has a cell holding its current record behind an atomic pointer; the cells
-// live in copy-on-write hash segments of a few cells each, and the indexes
-// file them in persistent hash tries (see segmentTable and trie). A reader
-// loads what it needs with atomic loads and takes no lock. An update stores
-// a new record in the key's cell (and refiles the cell if an index value
-// changed); an add or delete also replaces one segment by a modified copy.
-// Writers serialise on a mutex that readers never take. And since a lock
-// is not the only way to starve a writer, a read returning 1024 objects or
-// more yields its processor once (see yieldAfter). client-go's store
-// instead guards one map with an RWMutex, and with 10 readers listing 10k
-// objects in a loop its writer managed 667 writes/s against ours 280,000
-// (docs/benchmarks.md, section B4).
-//
-// Consistency: every object a read returns is one that was stored at some
-// point during the read, with its index values; a write is visible to every
-// read that starts after it returned. A List or ByIndex that runs while
-// writes happen may reflect some of them and not others (as if each object
-// were read at a slightly different instant), never a torn object: ByIndex
-// returns only objects that are filed under the value when they are read.
-// An informer's relist is the exception: it is published whole (see
-// beginWholeBatch), so a read sees all of it or none of it.
-//
-// Beyond client-go: the index values a key was filed under are remembered,
-// so updates and deletes remove the old cells without re-running index
-// functions on the old object, and an index function that fails leaves no
-// stale cells behind (client-go panics instead). Empty value buckets are
-// dropped.
+// Inside an informer the pop loop is the only writer; everybody else should
+// only read (Get, GetByKey, List, ListKeys, ByIndex, Index, IndexKeys,
+// ListIndexFuncValues). Without a Codec, objects are returned as the pointers
+// that were added: callers must not mutate them. Returned slices are fresh.
+// Reads take no lock and never block the writer. A read sees every write
+// that returned before it started; a List or ByIndex racing with writes may
+// reflect some and not others, never a torn object; an informer's relist is
+// seen whole or not at all. An index function that fails leaves the object
+// unfiled in that index (client-go panics). How: docs/architecture.md.
 type Indexer struct {
 	keyFunc toolscache.KeyFunc
 	// codec, when set, holds objects encoded (see IndexerOptions.Codec).
@@ -97,14 +69,10 @@ func NewIndexer(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers) *Index
 // IndexerOptions configure an Indexer. The zero value stores objects as the
 // pointers given, as client-go's store does.
 type IndexerOptions struct {
-	// Codec turns on compact storage: every object written is encoded with
-	// it and only the bytes are kept; every read (Get, GetByKey, List,
-	// ByIndex, Index) decodes them, so each read returns a new object that
-	// the caller owns and may modify. Index functions run on the object
-	// given to the write (and on decoded objects for AddIndexers). An
-	// object the codec cannot encode is kept as the pointer given, and a
-	// read returns a deep copy of it (runtime.Object's DeepCopyObject), so
-	// reads return objects of their own either way.
+	// Codec turns on compact storage: every object written is encoded and
+	// only the bytes are kept; every read decodes them, so each read returns
+	// a new object the caller owns. An object the codec cannot encode is
+	// kept decoded and deep-copied on read.
 	Codec StorageCodec
 	// OnCodecError is called with the key and the error when an object
 	// cannot be encoded (by the writer, then the object is kept decoded) or

@@ -300,7 +300,7 @@ func renderIndexes(funcs *indexFuncs, set *indexSet) string {
 }
 
 // TestWriteBatchLeavesPublishedIndexesAndShardsUntouched: a batch copies
-// before it changes; the index tries and shards published before it (which
+// before it changes; the index tries and segments published before it (which
 // readers may hold) are never changed in place, however many writes the
 // batch makes to the same nodes.
 func TestWriteBatchLeavesPublishedIndexesAndShardsUntouched(t *testing.T) {

@@ -291,7 +291,7 @@ func must(t *testing.T, err error) {
 }
 
 // TestIndexerGrowsShardsWhileReadersRead adds enough objects to double the
-// shard table several times while readers look up every key already
+// segment table several times while readers look up every key already
 // written: a write is visible to every read that starts after it returned,
 // across growth.
 func TestIndexerGrowsShardsWhileReadersRead(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 
 // TestIndexerSingleWritesLeavePublishedIndexesAndShardsUntouched: Add,
 // Update (with and without a moved index value) and Delete copy before they
-// change; the index tries and shards published before them, which readers
+// change; the index tries and segments published before them, which readers
 // may hold, never change in place.
 func TestIndexerSingleWritesLeavePublishedIndexesAndShardsUntouched(t *testing.T) {
 	ix := newBatchTestIndexer()

@@ -36,18 +36,17 @@ type Options struct {
 	// Transform is applied exactly once to every object received (listed or
 	// watched), before it enters the store; never to tombstones or resyncs.
 	Transform toolscache.TransformFunc
-	// WatchErrorHandler is called for every list/watch error, with a stand-in
-	// *toolscache.Reflector carrying the informer's name and type (see
-	// ReflectorOptions.WatchErrorHandler); the error is a *ListWatchError.
+	// WatchErrorHandler is called for every list/watch error (a
+	// *ListWatchError), with a stand-in *toolscache.Reflector, never run,
+	// that carries the informer's name and type.
 	WatchErrorHandler toolscache.WatchErrorHandlerWithContext
 	// Logger; zero value: logr.FromContextOrDiscard(ctx) of RunWithContext.
 	Logger logr.Logger
 	// PageSize of LIST requests; 0 = 500.
 	PageSize int64
 
-	// CrashOnHandlerPanic re-panics when a handler panics (crashing the
-	// process, as client-go's default HandleCrash does). Default false: the
-	// panic is recovered, logged and counted, and delivery continues.
+	// CrashOnHandlerPanic re-panics when a handler panics (client-go's
+	// default). Default false: the panic is recovered, logged and counted.
 	CrashOnHandlerPanic bool
 	// Backoff between failed list/watch attempts; zero value = DefaultBackoff.
 	Backoff Backoff
@@ -59,84 +58,53 @@ type Options struct {
 	WatchStallTimeout time.Duration
 	// Clock for timers (resync, backoff, watch stalls); default real time.
 	Clock clock.WithTicker
-	// DisableWatchList makes every list a paginated LIST. By default (false)
-	// the initial list and every relist are streamed through a watch with
-	// sendInitialEvents (WatchList, KEP-3157; client-go's default since
-	// v0.35) unless the ListerWatcher opts out with
-	// IsWatchListSemanticsUnSupported() == true — our adapters do when
-	// bookmarks are disabled. A failed stream falls back to LIST for that
-	// attempt; a server that refuses WatchList or does not end the initial
-	// events in time (see WatchListTimeout) gets LIST from then on.
+	// DisableWatchList makes every list a paginated LIST. Default false:
+	// lists are streamed (WatchList, KEP-3157, as client-go since v0.35)
+	// unless the ListerWatcher opts out (IsWatchListSemanticsUnSupported);
+	// a server that refuses or never ends the stream gets LIST from then on.
 	DisableWatchList bool
-	// WatchListTimeout: a WatchList stream that delivers no event for a whole
-	// period of it (checked once per period, so after one to two of them)
-	// before its initial-events-end bookmark is abandoned, and so is one that
-	// takes three of them; 0 = DefaultWatchListTimeout (10 seconds: a missing
-	// end bookmark costs at most 30 seconds). A MODIFIED or DELETED event
-	// before the end bookmark ends the stream at once: initial events are all
-	// ADDED, so the bookmark was lost on the way.
+	// WatchListTimeout: a WatchList stream silent for this long before its
+	// initial-events-end bookmark, or not ended within three of it, falls
+	// back to LIST; 0 = DefaultWatchListTimeout (10 s).
 	WatchListTimeout time.Duration
 
-	// MetricLabels label the informer's series in Metrics. Zero value: group,
-	// version and kind of the example object's GroupVersionKind (its Go type
-	// name as kind when unset) and the shape of its Go type.
+	// MetricLabels label the informer's series in Metrics; zero value: the
+	// example object's GroupVersionKind and shape.
 	MetricLabels MetricLabels
 	// ConsistencyCheck compares the store with the server at a low rate and
 	// heals drift with a relist; the zero value is off. See ConsistencyCheck.
 	ConsistencyCheck ConsistencyCheck
 	// HandlerLabel names a registration in the "handler" label of the
-	// deltacache_handler_* series (see HandlerLabel for the default); nil or
-	// an empty answer = the default. Registrations of one informer never
-	// share a series: a second registration with the same label gets "#2".
+	// deltacache_handler_* series; nil or "" = the default (HandlerLabel).
 	HandlerLabel func(toolscache.ResourceEventHandler) string
-	// Metrics receives the informer's metrics while it runs; nil =
-	// DefaultMetrics.
+	// Metrics receives the informer's metrics; nil = DefaultMetrics.
 	Metrics *Metrics
-	// ListProgressInterval: a list that takes longer logs a "list in
-	// progress" line this often; 0 = DefaultListProgressInterval (5s),
-	// negative = never.
+	// ListProgressInterval: a long list logs its progress this often;
+	// 0 = DefaultListProgressInterval (5s), negative = never.
 	ListProgressInterval time.Duration
 
 	// StorageCodec turns on compact storage (see IndexerOptions.Codec): the
-	// store holds every object encoded, after the transform, and decodes it
-	// on every read, so GetStore/GetIndexer reads return objects of their
-	// own. Handlers get the objects the Reflector decoded (new objects of
-	// their own too); the old object of an OnUpdate is decoded from the
-	// store's bytes once, when the first handler is about to receive it, and
-	// shared by every handler (never decoded when no handler is registered).
-	// Objects the codec cannot encode are kept decoded; every codec error is
-	// counted (deltacache_informer_storage_codec_errors_total) and logged
-	// once per key. nil = objects stored as received (client-go's
-	// behaviour). NewProtobufCodec gives the codec of built-in kinds.
+	// store holds every object encoded and every read decodes a new object.
+	// Handlers get the objects as received; an OnUpdate's old object is
+	// decoded once, shared by every handler. Codec errors are counted and
+	// logged once per key (the object is then kept decoded). nil = objects
+	// stored as received (client-go's behaviour). Package codec has the
+	// codecs (codec.NewProtobuf for built-in kinds).
 	StorageCodec StorageCodec
 
-	// ShardSelector restricts the informer to one shard of the objects
-	// (KEP-5866): every LIST and WATCH carries it as shardSelector, and
-	// objects outside it are dropped before they are stored, so the store
-	// holds the shard even when the server ignores the selector (see
-	// ServerSharding). nil = every object. Change it while running with
-	// SetShardSelector.
+	// ShardSelector restricts the informer to one shard (KEP-5866), sent on
+	// every request and applied on the client too (a server may ignore it);
+	// nil = every object. SetShardSelector changes it.
 	ShardSelector *ShardSelector
 }
 
 // SharedIndexInformer is our implementation of toolscache.SharedIndexInformer:
-// Reflector → DeltaFIFO → (Indexer first, then handlers).
-//
-// Run/RunWithContext may be called once; it blocks until the context (or stop
-// channel) ends, after which IsStopped is true and no handler can be added.
-// The pop loop is the Indexer's only writer. For each popped key it applies
-// every Delta to the Indexer, then notifies the handlers:
-//
-//   - Added, Replaced, Updated or Sync of a key not in the store →
-//     OnAdd(obj, isInInitialList), isInInitialList true for the items of the
-//     first list;
-//   - Added, Replaced, Updated or Sync of a stored key → OnUpdate(old, new); a
-//     Sync, or a Replaced whose resourceVersion equals the stored one, only
-//     goes to handlers due for resync (as in client-go);
-//   - Deleted of a stored key → OnDelete(obj or
-//     toolscache.DeletedFinalStateUnknown); a delete of an unknown key is a
-//     duplicate and not delivered.
-//
+// Reflector → DeltaFIFO → (Indexer first, then handlers). Run/RunWithContext
+// may be called once; it blocks until the context (or stop channel) ends,
+// after which IsStopped is true and no handler can be added. A key new to
+// the store is an OnAdd (isInInitialList for the first list's items), a
+// stored key an OnUpdate (an unchanged one only to handlers due for resync),
+// a deleted stored key an OnDelete (obj or a DeletedFinalStateUnknown).
 // Handlers: see HandlerRegistration.
 type SharedIndexInformer struct {
 	name string
@@ -455,12 +423,9 @@ func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(
 }
 
 // AddEventHandlerWithOptions adds a handler and returns its
-// *HandlerRegistration. options.ResyncPeriod nil means the informer's default
-// (Options.ResyncPeriod); options.Logger overrides the informer's logger for
-// this handler's messages. A handler added after start first receives the
-// current store content as OnAdd(obj, true), then live events; its
-// registration syncs after those adds were handled. It returns an error if
-// the informer has stopped.
+// *HandlerRegistration (options.ResyncPeriod nil: Options.ResyncPeriod). A
+// handler added after start first receives the store as OnAdd(obj, true),
+// then live events. It returns an error if the informer has stopped.
 func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 	handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions,
 ) (toolscache.ResourceEventHandlerRegistration, error) {
@@ -632,7 +597,7 @@ type batchNote struct {
 // in order (store first, then handlers, as for a single key). queued is the
 // number of keys left in the DeltaFIFO.
 //
-// A relist comes as one batch (DeltaFIFO.Replace) and is applied whole
+// A relist comes as one batch (deltaFIFO.Replace) and is applied whole
 // (Indexer.beginWholeBatch): readers see the store as it was until the
 // whole relist is in, then as relisted, and handlers hear of it only then,
 // as with client-go's atomic Replace (one store.Replace, then the

@@ -9,15 +9,11 @@ import (
 // object).
 func (s *SharedIndexInformer) ShardSelector() *ShardSelector { return s.shard.Load() }
 
-// ShardSettled reports whether the list of the current shard selector has
-// been handed to the store: the last list the Reflector installed was made
-// with the current selector, so every object of the current shard, as of that
-// list, is in the store or queued for it. It is false before the first list,
-// and from a SetShardSelector that changes the selector until the relist it
-// causes has been queued: meanwhile the store holds only the part of the new
-// shard that the old one shared. A relist with an unchanged selector does not
-// unsettle it. Unsharded informers (nil selector) settle the same way.
-// client-go's informers have no equivalent.
+// ShardSettled reports whether the last list the Reflector installed was
+// made with the current shard selector, so every object of the current
+// shard, as of that list, is in the store or queued for it. It is false
+// before the first list, and from a SetShardSelector that changes the
+// selector until the relist it causes has been queued.
 func (s *SharedIndexInformer) ShardSettled() bool {
 	_, ok := s.settledShard()
 	return ok
@@ -58,18 +54,12 @@ func (s *SharedIndexInformer) ServerSharding() ServerSharding {
 // SetShardSelector moves the informer to another shard (nil: every object),
 // before or after Run:
 //
-//  1. objects sel does not select are evicted from the store without a
-//     Delete notification to the handlers (DeltaFIFO.SetFilter): a hand-off
-//     to another replica is not a deletion;
-//  2. the Reflector relists and watches with sel: objects that sel adds reach
-//     the handlers as Adds (isInInitialList false once the informer synced),
-//     the others as usual.
-//
-// It returns once the evicted objects are out of the store (at once before
-// Run), or with ctx's error if ctx ends first (the eviction goes on). Setting
-// the selector it already has does nothing. Readers see a store that holds,
-// at every moment, a subset of the union of the old and the new shard; it
-// holds exactly the new shard once the relist is installed.
+// objects sel does not select are evicted from the store without a Delete
+// notification (a hand-off is not a deletion), then the Reflector relists
+// and watches with sel (what sel adds reaches the handlers as Adds). It
+// returns once the evicted objects are out of the store, or with ctx's error
+// (the eviction goes on). The store holds a subset of the union of the old
+// and the new shard meanwhile, exactly the new shard once relisted.
 func (s *SharedIndexInformer) SetShardSelector(ctx context.Context, sel *ShardSelector) error {
 	s.shardMu.Lock()
 	defer s.shardMu.Unlock()

@@ -96,18 +96,10 @@ func metricLabelsFor(labels MetricLabels, example runtime.Object) MetricLabels {
 // Metrics is a prometheus.Collector for the pipeline of every informer that
 // reports to it (Options.Metrics; DefaultMetrics unless set). Series carry
 // the labels group, version, kind and shape (MetricLabels), plus handler for
-// per-handler series; see the README for the list. Counters and histograms
-// are updated as things happen; gauges (objects, synced, queue depths,
-// freshness, resourceVersion) are read from the running informers at scrape
-// time. Informers with equal labels add up: counters and objects, queue
-// depths and pending keys are summed, synced is the minimum, the initial sync
-// duration and the last event age the maximum, the resourceVersion the
-// minimum. An informer's series exist while it runs; when the last running
-// informer with given labels stops (RemoveInformer, the cache's end), every
-// series with those labels is deleted.
-//
-// client-go has no list/watch metrics (removed in 2019, kubernetes#74636) and
-// only alpha queue metrics behind an informer name (1.36).
+// per-handler series; see the README for the list. Gauges are read from the
+// running informers at scrape time; informers with equal labels add up. An
+// informer's series are deleted when the last running informer with its
+// labels stops.
 type Metrics struct {
 	listRequests   *prometheus.CounterVec
 	listPages      *prometheus.CounterVec

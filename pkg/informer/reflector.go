@@ -344,7 +344,7 @@ func (r *reflector) ListAndWatch(ctx context.Context) error {
 	return r.watchLoop(ctx, nil)
 }
 
-// admitHow says what an admitted object becomes (see Reflector.admit).
+// admitHow says what an admitted object becomes (see reflector.admit).
 type admitHow int
 
 const (
@@ -371,7 +371,7 @@ const (
 // admit is the one path by which a received object (listed, streamed or
 // watched) enters the store: the shard filter sel (ShardSelector.admits),
 // then the transform, then, unless how is admitDeleted, the encoding stage
-// (ReflectorOptions.encode). It returns what the store is given, or the
+// (reflectorOptions.encode). It returns what the store is given, or the
 // reason the object was dropped.
 func (r *reflector) admit(ctx context.Context, sel *ShardSelector, obj runtime.Object, how admitHow) (any, admitVerdict) {
 	if !r.keep(sel, obj) {

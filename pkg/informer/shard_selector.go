@@ -131,10 +131,10 @@ func (s *ShardSelector) Matches(obj any) bool {
 // judged by its last known object, and admitted when it has none.
 //
 // It runs twice on an object's way, for two reasons. The Reflector
-// (Reflector.keep) drops what it receives outside its selector before the
+// (reflector.keep) drops what it receives outside its selector before the
 // transform and the encoding, so that a server that ignores the selector
 // costs neither, nor the memory of a relist collected whole. The DeltaFIFO
-// (DeltaFIFO.admitsLocked) applies the selector SetFilter gave it under its
+// (deltaFIFO.admitsLocked) applies the selector SetFilter gave it under its
 // queue lock, the same lock under which SetFilter evicts what the new
 // selector leaves out: an object the Reflector admitted under the old
 // selector, still on its way (being transformed or encoded, in a page of a

@@ -1,17 +1,10 @@
 package informer
 
 // StorageCodec turns the objects an Indexer stores into a compact serialized
-// form and back (compact storage, Options.StorageCodec). The Indexer encodes
-// every object it is given (after the informer's transform) and decodes the
-// stored bytes on every read, so a read returns an object of its own: that
-// decode replaces the deep copy a careful reader makes (Get and List of
-// pkg/cache, controller-runtime's cache), instead of adding to it. The
-// package codec holds the implementations (codec.NewProtobuf for built-in
-// kinds, codec.NewCBOR, codec.NewUnstructuredCBOR) and states what a decoded
-// object may share with the bytes.
-//
-// Implementations must be safe for concurrent use: the informer's writer
-// encodes while readers decode.
+// form and back (compact storage, Options.StorageCodec); the decode on every
+// read replaces a reader's deep copy. Package codec has the implementations
+// (codec.NewProtobuf, codec.NewCBOR, codec.NewUnstructuredCBOR) and their
+// aliasing contract. Implementations must be safe for concurrent use.
 type StorageCodec interface {
 	// Encode returns the compact form of obj. It must not keep obj or
 	// modify it. An error keeps obj stored decoded (counted and logged by

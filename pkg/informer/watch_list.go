@@ -15,11 +15,8 @@ import (
 )
 
 // ReasonWatchListTimeout: a WatchList stream fell silent for the
-// WatchListTimeout, did not end its initial events within three of them
-// (e.g. a server or ListerWatcher that ignores sendInitialEvents), or sent a
-// live event (MODIFIED, DELETED) before its initial-events-end bookmark (a
-// proxy or aggregated server that drops bookmarks); the Reflector fell back
-// to LIST.
+// WatchListTimeout, did not end its initial events within three of them, or
+// sent a live event before its end bookmark; the Reflector fell back to LIST.
 const ReasonWatchListTimeout = "WatchListTimeout"
 
 // errInitialEventsIncomplete: the stream closed before the initial-events-end
@@ -161,7 +158,7 @@ func (l *streamedList) receive(ctx context.Context, w watch.Interface, timeoutSe
 	}
 }
 
-// handle takes one event of the stream: an object is admitted (Reflector.admit)
+// handle takes one event of the stream: an object is admitted (reflector.admit)
 // into the list, the initial-events-end bookmark installs it (done). Errors:
 // an error event's, a live event before that bookmark, a stale list.
 func (l *streamedList) handle(ctx context.Context, e watch.Event) (done bool, err error) {

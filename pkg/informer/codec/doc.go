@@ -17,7 +17,7 @@
 //
 //	protobuf.go          Protobuf: NewProtobuf, Encode, Decode, DecodeInto
 //	protobuf_plan.go     the decoder's plans: per Go type and field number, the field's
-//	                     offset and kind, compiled once from the protobuf struct tags
+//	                     offset and kind, compiled once from the protobuf struct tags (unsafe)
 //	protobuf_decoder.go  protoDecoder: follows a plan over the wire bytes and writes
 //	                     each field in place (unsafe)
 //	quantity_restore.go  quantityPlan: puts back the Quantity strings that a Marshal
@@ -78,6 +78,9 @@
 // with the type its plan was compiled for. It makes strings over the input
 // bytes with unsafe.String, reads and grows slices through sliceHeader (Go's
 // slice layout), and never forms a pointer past the end of an allocation.
+// protobuf_plan.go hands a type without protobuf tags to its generated
+// Unmarshal at the address the decoder allocated for that type
+// (reflect.NewAt), and its hand-written field functions take that address.
 // quantity_restore.go walks an object by the same offsets, and reads map
 // values through reflect. The tests compare the decoder with the generated
 // Unmarshal on random, server-shaped, truncated and corrupted input
