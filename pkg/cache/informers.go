@@ -129,6 +129,21 @@ type scopedInformer struct {
 	closeOnce sync.Once
 	// removed is set by RemoveInformer before it stops the informer.
 	removed atomic.Bool
+	// synced remembers that the informer has synced (HasSynced never turns
+	// false again), so a read of a synced informer asks it no more.
+	synced atomic.Bool
+}
+
+// hasSynced reports the informer's HasSynced, remembered once true.
+func (s *scopedInformer) hasSynced() bool {
+	if s.synced.Load() {
+		return true
+	}
+	if s.informer.HasSynced() {
+		s.synced.Store(true)
+		return true
+	}
+	return false
 }
 
 func (s *scopedInformer) markStopped() {
@@ -323,7 +338,7 @@ func (m *informerMap) readyScope(key entryKey, namespace string) (*entry, *scope
 		namespace = ""
 	}
 	s := e.scopeOf(namespace)
-	if s == nil || !s.informer.HasSynced() {
+	if s == nil || !s.hasSynced() {
 		return nil, nil, false
 	}
 	return e, s, true
@@ -345,7 +360,7 @@ func (m *informerMap) readyScopes(key entryKey, namespace string) (*entry, []*sc
 		scopes = []*scopedInformer{s}
 	}
 	for _, s := range scopes {
-		if !s.informer.HasSynced() {
+		if !s.hasSynced() {
 			return nil, nil, false
 		}
 	}

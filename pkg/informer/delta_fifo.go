@@ -275,7 +275,7 @@ func (f *deltaFIFO) Replace(list []any, resourceVersion string) error {
 // unless the filter does not admit it; it returns obj's key and whether it
 // was queued, or the key function's error.
 func (f *deltaFIFO) queueListedLocked(obj any) (key string, queued bool, err error) {
-	if !f.admitsLocked(obj) {
+	if f.filter != nil && !f.admitsLocked(obj) { // unsharded: no call
 		return "", false, nil
 	}
 	key, err = f.KeyOf(obj)
@@ -569,7 +569,7 @@ func (f *deltaFIFO) queueObject(t deltaType, obj any) error {
 	if err != nil {
 		return toolscache.KeyError{Obj: obj, Err: err}
 	}
-	if !f.admitsLocked(obj) {
+	if f.filter != nil && !f.admitsLocked(obj) { // unsharded: no call
 		return nil
 	}
 	if t == deltaDeleted {

@@ -57,9 +57,11 @@ func (f *deltaFIFO) SetFilter(sel *ShardSelector) []string {
 	return evicted
 }
 
-// admitsLocked reports whether the shard filter admits obj. f.mu held.
+// admitsLocked reports whether the shard filter, which must be set, admits
+// obj (callers test f.filter != nil first: an unsharded queue makes no call).
+// f.mu held.
 func (f *deltaFIFO) admitsLocked(obj any) bool {
-	return f.filter == nil || f.filter.admits(obj) // nil: unsharded, no call
+	return f.filter.admits(obj)
 }
 
 // pending reports whether a delta of key is queued or being processed: the

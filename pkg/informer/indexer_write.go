@@ -162,6 +162,9 @@ func (ix *Indexer) beginWholeBatch(adds int) *writeBatch {
 // grownFor returns t, or when n keys would overfill its segments a grown
 // copy, published in t's place (writer only).
 func (ix *Indexer) grownFor(t *segmentTable, n int64) *segmentTable {
+	if n <= segmentTarget<<t.bits {
+		return t // fits: the common case, decided here without bitsFor
+	}
 	if bits := bitsFor(n, t.bits); bits != t.bits {
 		t = t.grownTo(bits)
 		ix.table.Store(t)

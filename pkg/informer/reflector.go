@@ -374,7 +374,7 @@ const (
 // (reflectorOptions.encode). It returns what the store is given, or the
 // reason the object was dropped.
 func (r *reflector) admit(ctx context.Context, sel *ShardSelector, obj runtime.Object, how admitHow) (any, admitVerdict) {
-	if !r.keep(sel, obj) {
+	if sel != nil && !r.keep(sel, obj) { // unsharded: no call
 		return nil, outsideShard
 	}
 	obj, ok := r.transformed(ctx, obj)

@@ -96,14 +96,15 @@ func (r *reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel
 	}
 }
 
-// keep reports whether a received object belongs to the shard sel (the
-// shard filter, ShardSelector.admits); objects outside it are counted and
+// keep reports whether a received object belongs to the shard sel (the shard
+// filter, ShardSelector.admits; sel is not nil: admit calls keep only for a
+// sharded informer); objects outside it are counted and
 // dropped. With the server filtering, every object passes; the check also
 // guards against a server that stops honouring the selector (an API server
 // restarted without the gate, or one of several behind a load balancer
 // without it).
 func (r *reflector) keep(sel *ShardSelector, obj runtime.Object) bool {
-	if sel == nil || sel.admits(obj) { // nil: unsharded, no call
+	if sel.admits(obj) {
 		return true
 	}
 	r.opts.metrics.shardFilteredObject()
