@@ -456,8 +456,8 @@ func (w *comboWorld) shaped(obj client.Object) client.Object {
 // published whole (comboRelistBulk), and the cache and its handler then show the
 // server's state.
 func comboRelist(t *testing.T, w *comboWorld) {
-	before, _ := w.ourInf.LastListStats()
-	beforeCMs, _ := w.cmInf.LastListStats()
+	before, _ := w.ourInf.LastListSummary()
+	beforeCMs, _ := w.cmInf.LastListSummary()
 	live := w.liveInShare(t)
 	comboRelistBulk(t, w, func() {
 		w.patchPod(t, &live[0], "back", "o1")
@@ -465,10 +465,10 @@ func comboRelist(t *testing.T, w *comboWorld) {
 		w.createPod(t, w.served, nil)
 	})
 	eventually(t, comboWait, func() error {
-		if st, _ := w.ourInf.LastListStats(); st.ResourceVersion == before.ResourceVersion {
+		if st, _ := w.ourInf.LastListSummary(); st.ResourceVersion == before.ResourceVersion {
 			return fmt.Errorf("no list of Pods since the one at resourceVersion %s", before.ResourceVersion)
 		}
-		if st, _ := w.cmInf.LastListStats(); st.ResourceVersion == beforeCMs.ResourceVersion || st.Objects < 2 {
+		if st, _ := w.cmInf.LastListSummary(); st.ResourceVersion == beforeCMs.ResourceVersion || st.Objects < 2 {
 			return fmt.Errorf("no list of the bulk since the one at resourceVersion %s (last %+v)",
 				beforeCMs.ResourceVersion, st)
 		}

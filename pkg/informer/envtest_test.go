@@ -231,8 +231,8 @@ func assertStreamed(t *testing.T, lw *recordingLW, s *informer.SharedIndexInform
 		o.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || !o.AllowWatchBookmarks {
 		t.Fatalf("first watch options = %s, want a WatchList request", o.String())
 	}
-	if st, ok := s.LastListStats(); !ok || !st.WatchList {
-		t.Fatalf("LastListStats = %+v, want a streamed list", st)
+	if st, ok := s.LastListSummary(); !ok || !st.WatchList {
+		t.Fatalf("LastListSummary = %+v, want a streamed list", st)
 	}
 }
 

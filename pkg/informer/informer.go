@@ -243,12 +243,12 @@ func (s *SharedIndexInformer) LastError() error {
 	return nil
 }
 
-// LastListStats describes the last successful list; ok is false before one.
-func (s *SharedIndexInformer) LastListStats() (stats ListStats, ok bool) {
+// LastListSummary describes the last successful list; ok is false before one.
+func (s *SharedIndexInformer) LastListSummary() (stats ListSummary, ok bool) {
 	if r := s.getReflector(); r != nil {
-		return r.LastListStats()
+		return r.LastListSummary()
 	}
-	return ListStats{}, false
+	return ListSummary{}, false
 }
 
 func (s *SharedIndexInformer) getReflector() *reflector {
@@ -566,7 +566,7 @@ func (s *SharedIndexInformer) markSynced() {
 	log, start, r := s.log, s.startTime, s.reflector
 	s.mu.Unlock()
 	s.obs.Load().markSynced()
-	stats, _ := r.LastListStats()
+	stats, _ := r.LastListSummary()
 	stored := s.indexer.StoredStats()
 	kv := []any{"objects", stored.Objects,
 		"seconds", s.clock.Since(start).Seconds(), "pages", stats.Pages, "streamed", stats.WatchList}

@@ -42,8 +42,8 @@ func TestFirstListIsStoredPageByPageAndSyncsOnlyAtItsEnd(t *testing.T) {
 	if rv := s.LastSyncResourceVersion(); rv != "10" {
 		t.Fatalf("LastSyncResourceVersion = %q, want the list's 10", rv)
 	}
-	if st, ok := s.LastListStats(); !ok || st.Objects != 3 || st.Pages != 2 {
-		t.Fatalf("LastListStats = %+v, %v", st, ok)
+	if st, ok := s.LastListSummary(); !ok || st.Objects != 3 || st.Pages != 2 {
+		t.Fatalf("LastListSummary = %+v, %v", st, ok)
 	}
 }
 
@@ -94,8 +94,8 @@ func TestStreamedWatchListEndsAtItsBookmarkWithEveryObject(t *testing.T) {
 	if n := rec.count(); n != len(want) {
 		t.Fatalf("%d events, want %d adds", n, len(want))
 	}
-	if st, ok := s.LastListStats(); !ok || !st.WatchList || st.Objects != len(want) || st.ResourceVersion != f.ResourceVersion() {
-		t.Fatalf("LastListStats = %+v, %v; want a WatchList of %d at %s", st, ok, len(want), f.ResourceVersion())
+	if st, ok := s.LastListSummary(); !ok || !st.WatchList || st.Objects != len(want) || st.ResourceVersion != f.ResourceVersion() {
+		t.Fatalf("LastListSummary = %+v, %v; want a WatchList of %d at %s", st, ok, len(want), f.ResourceVersion())
 	}
 }
 

@@ -260,8 +260,8 @@ func TestRESTListWatchStreamsInitialListWithWatchListParameters(t *testing.T) {
 	run := runReflector(t, lw, reflectorOptions{})
 	eventually(t, 10*time.Second, "streamed list installed", func() bool { return len(run.store.all()) > 0 })
 	equalStrings(t, "store", run.store.all(), []string{"replace [ns1/p1@3 ns1/p2@7] rv=9"})
-	if st, ok := run.r.LastListStats(); !ok || !st.WatchList {
-		t.Fatalf("LastListStats = %+v, want a streamed list", st)
+	if st, ok := run.r.LastListSummary(); !ok || !st.WatchList {
+		t.Fatalf("LastListSummary = %+v, want a streamed list", st)
 	}
 	q := srv.query(0)
 	for k, v := range map[string]string{
@@ -326,8 +326,8 @@ func TestMetadataListWatchStampsGVKOnStreamedInitialEvents(t *testing.T) {
 	go func() { defer close(done); r.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	eventually(t, 5*time.Second, "streamed list installed", func() bool { return store.replaced() != nil })
-	if st, ok := r.LastListStats(); !ok || !st.WatchList || st.ResourceVersion != "4" {
-		t.Fatalf("LastListStats = %+v, want a streamed list at RV 4", st)
+	if st, ok := r.LastListSummary(); !ok || !st.WatchList || st.ResourceVersion != "4" {
+		t.Fatalf("LastListSummary = %+v, want a streamed list at RV 4", st)
 	}
 	objs := store.replaced()
 	if len(objs) != 1 {

@@ -495,7 +495,7 @@ func (im *informerMetrics) listPage() {
 }
 
 // listInstalled records a complete list put into the store.
-func (im *informerMetrics) listInstalled(stats ListStats) {
+func (im *informerMetrics) listInstalled(stats ListSummary) {
 	if im == nil {
 		return
 	}

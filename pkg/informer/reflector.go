@@ -101,8 +101,8 @@ type reflectorOptions struct {
 	encode func(obj runtime.Object, keep bool) any
 }
 
-// ListStats describe the Reflector's last successful list.
-type ListStats struct {
+// ListSummary describe the Reflector's last successful list.
+type ListSummary struct {
 	// Pages is the number of LIST requests that made up the list.
 	Pages int
 	// Objects is the number of listed objects.
@@ -158,7 +158,7 @@ type reflector struct {
 	mu        sync.Mutex
 	lastRV    string
 	lastErr   error
-	lastList  ListStats
+	lastList  ListSummary
 	listCount int
 
 	// handlerView is what the WatchErrorHandler receives as its *toolscache.Reflector.
@@ -255,8 +255,8 @@ func (r *reflector) LastError() error {
 	return r.lastErr
 }
 
-// LastListStats describes the last successful list; ok is false before one.
-func (r *reflector) LastListStats() (stats ListStats, ok bool) {
+// LastListSummary describes the last successful list; ok is false before one.
+func (r *reflector) LastListSummary() (stats ListSummary, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastList, r.listCount > 0
@@ -478,7 +478,7 @@ func (r *reflector) list(ctx context.Context) error {
 		}
 	}
 
-	stats := ListStats{Pages: pages, Objects: streamed + len(items), ResourceVersion: rv, Duration: r.clock.Since(start)}
+	stats := ListSummary{Pages: pages, Objects: streamed + len(items), ResourceVersion: rv, Duration: r.clock.Since(start)}
 	if stream != nil {
 		r.installStreamed(stream, sel, rv, stats)
 		return nil
@@ -498,7 +498,7 @@ func (r *reflector) initialStream() initialStreamer {
 // installStreamed ends a streamed list at rv, made with the shard selector
 // sel, as install does for a collected one (a first list cannot be older than
 // what the store holds).
-func (r *reflector) installStreamed(s initialStreamer, sel *ShardSelector, rv string, stats ListStats) {
+func (r *reflector) installStreamed(s initialStreamer, sel *ShardSelector, rv string, stats ListSummary) {
 	r.recordList(rv, stats)
 	s.endInitialStream(rv)
 	r.recordShardList(sel)
@@ -507,7 +507,7 @@ func (r *reflector) installStreamed(s initialStreamer, sel *ShardSelector, rv st
 
 // install replaces the store with a complete list at rv, made with the shard
 // selector sel, unless rv is older than what the store already reflects.
-func (r *reflector) install(ctx context.Context, op string, sel *ShardSelector, items []any, rv string, stats ListStats) error {
+func (r *reflector) install(ctx context.Context, op string, sel *ShardSelector, items []any, rv string, stats ListSummary) error {
 	if applied := r.LastSyncResourceVersion(); rvOlder(rv, applied) {
 		return &ListWatchError{Name: r.name, Op: op, Reason: ReasonStaleList,
 			Err: fmt.Errorf("list at resourceVersion %s is older than the applied resourceVersion %s", rv, applied)}
@@ -524,7 +524,7 @@ func (r *reflector) install(ctx context.Context, op string, sel *ShardSelector, 
 // recordList records a successful list at rv. It is called before the store
 // gets the list's end: once it has, the informer can sync at any moment, and
 // whoever looks then must find these stats.
-func (r *reflector) recordList(rv string, stats ListStats) {
+func (r *reflector) recordList(rv string, stats ListSummary) {
 	r.mu.Lock()
 	r.lastRV = rv
 	r.lastErr = nil

@@ -176,9 +176,9 @@ func TestListAndWatchPaginatesWithConsistentReadThenWatchesFromListRV(t *testing
 		t.Errorf("watch TimeoutSeconds = %v, want within [300, 600]", w.TimeoutSeconds)
 	}
 	equalStrings(t, "store", run.store.all(), []string{"replace [a/p1@3 a/p2@5 b/p3@7] rv=10"})
-	stats, ok := run.r.LastListStats()
+	stats, ok := run.r.LastListSummary()
 	if !ok || stats.Pages != 2 || stats.Objects != 3 || stats.ResourceVersion != "10" {
-		t.Fatalf("LastListStats = %+v, %v", stats, ok)
+		t.Fatalf("LastListSummary = %+v, %v", stats, ok)
 	}
 }
 

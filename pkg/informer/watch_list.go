@@ -214,7 +214,7 @@ func (l *streamedList) install(ctx context.Context, rv string) error {
 	if l.stream != nil {
 		r.appendStreamed(ctx, l.stream, l.chunk)
 		l.streamed += len(l.chunk)
-		stats := ListStats{Objects: l.streamed, ResourceVersion: rv, Duration: r.clock.Since(l.start), WatchList: true}
+		stats := ListSummary{Objects: l.streamed, ResourceVersion: rv, Duration: r.clock.Since(l.start), WatchList: true}
 		r.installStreamed(l.stream, l.sel, rv, stats)
 		return nil
 	}
@@ -222,7 +222,7 @@ func (l *streamedList) install(ctx context.Context, rv string) error {
 	// goes now, before the FIFO builds its own.
 	list := l.items.objs
 	l.items = relistSet{}
-	stats := ListStats{Objects: len(list), ResourceVersion: rv, Duration: r.clock.Since(l.start), WatchList: true}
+	stats := ListSummary{Objects: len(list), ResourceVersion: rv, Duration: r.clock.Since(l.start), WatchList: true}
 	return r.install(ctx, "watchlist", l.sel, list, rv, stats)
 }
 

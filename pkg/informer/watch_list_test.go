@@ -44,7 +44,7 @@ func TestWatchListIsTheDefaultAndContinuesOnSameStream(t *testing.T) {
 		o.TimeoutSeconds == nil || *o.TimeoutSeconds < 300 || *o.TimeoutSeconds > 600 {
 		t.Fatalf("watch-list options = %s", o.String())
 	}
-	stats, ok := s.LastListStats()
+	stats, ok := s.LastListSummary()
 	if !ok || !stats.WatchList || stats.Objects != 2 || stats.ResourceVersion != "3" || stats.Pages != 0 {
 		t.Fatalf("stats = %+v", stats)
 	}
@@ -167,8 +167,8 @@ func TestWatchListTransientFailureFallsBackOnceThenStreamsAgain(t *testing.T) {
 	equalStrings(t, "requests after 410", summarize(waitRequests(t, f, 4)[3:4]), []string{reqWatchList})
 	eventually(t, 5*time.Second, "streamed relist installed", func() bool { return len(run.store.all()) == 2 })
 	equalStrings(t, "store", run.store.all(), []string{"replace [a/p1@2] rv=2", "replace [a/p1@2] rv=2"})
-	if st, ok := run.r.LastListStats(); !ok || !st.WatchList {
-		t.Fatalf("LastListStats = %+v, want a streamed list", st)
+	if st, ok := run.r.LastListSummary(); !ok || !st.WatchList {
+		t.Fatalf("LastListSummary = %+v, want a streamed list", st)
 	}
 }
 
@@ -284,7 +284,7 @@ func TestWatchListSlowButSteadyStreamIsNotCutShort(t *testing.T) {
 	stream.Send(informertest.InitialEventsEndBookmark(&corev1.Pod{}, strconv.Itoa(n+1)))
 	waitRequests(t, f, 1)
 	eventually(t, 10*time.Second, "the streamed list installed", func() bool {
-		stats, ok := run.r.LastListStats()
+		stats, ok := run.r.LastListSummary()
 		return ok && stats.WatchList && stats.Objects == n
 	})
 	select {

@@ -190,7 +190,7 @@ func (w ShardWorkload) awaitShare(ctx context.Context, c crcache.Cache) error {
 		if inf.ServerSharding() == informer.ServerShardingIgnored {
 			return true // reported below
 		}
-		ls, ok := inf.LastListStats()
+		ls, ok := inf.LastListSummary()
 		if !inf.HasSynced() || !ok || ls.Objects == 0 {
 			return false
 		}
