@@ -198,6 +198,9 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 		if time.Since(start) > timeout {
 			t.Fatalf("%s: not within %v: %v", what, timeout, err)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(pollInterval)
 	}
 }
+
+// pollInterval is how often eventually checks.
+const pollInterval = 250 * time.Millisecond
