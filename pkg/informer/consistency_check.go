@@ -380,6 +380,11 @@ func (s *SharedIndexInformer) classify(key string, sm serverMeta, onServer bool,
 			return DriftExtra
 		}
 		return ""
+	case s.fifo.pending(key):
+		// A delta of key is queued or being applied (a settled shard's
+		// relist is queued, not yet in the store: ShardSettled): the store
+		// is about to change, and at does not cover it.
+		return ""
 	case !inStore:
 		if sm.rv <= at {
 			return DriftMissing
@@ -413,7 +418,7 @@ func (s *SharedIndexInformer) missingConfirmed(
 	if err != nil {
 		return true // could not confirm: the relist costs less than a missed object
 	}
-	if _, inStore := s.storeMeta(key); inStore || m.UID != sm.uid {
+	if _, inStore := s.storeMeta(key); inStore || m.UID != sm.uid || s.fifo.pending(key) {
 		return false
 	}
 	rv, _ := parseRV(m.ResourceVersion)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
@@ -153,4 +154,61 @@ func TestConsistencyCheckSkipsWhileTheShardSelectorChanges(t *testing.T) {
 		t.Errorf("report after the relist = %+v, want the 2 objects of the new shard and no drift", report)
 	}
 	equalStrings(t, "shardSelector of the check's lists", lists.selectors(), []string{upperHalf.String()})
+}
+
+// A settled shard's relist is queued before it is in the store
+// (ShardSettled: "in the store or queued for it"): a check that runs while
+// the pop loop applies it finds the new shard's objects pending, not missing.
+// Before, it counted them missing and relisted (the sharded soak found such
+// "drift" in most runs).
+func TestConsistencyCheckDoesNotCountAQueuedRelistAsMissing(t *testing.T) {
+	f := shardedFake()
+	f.ServeShardSelector(fakeServer)
+	lists := &checkLists{f: f}
+	block := make(chan struct{})
+	var blocked sync.Once
+	entered := make(chan struct{})
+	// Decoded storage: the index functions run in the pop loop, so one that
+	// waits for the new shard's objects holds the relist queued, unapplied.
+	holdHigh := func(obj any) ([]string, error) {
+		if m, err := meta.Accessor(obj); err == nil && len(m.GetName()) > 4 && m.GetName()[:4] == "high" {
+			blocked.Do(func() { close(entered) })
+			<-block
+		}
+		return nil, nil
+	}
+	s := newPodInformer(f, Options{ShardSelector: lowerHalf, DisableWatchList: true,
+		ConsistencyCheck: lists.check(), Indexers: map[string]toolscache.IndexFunc{"hold": holdHigh}})
+	startInformer(t, s)
+	waitSynced(t, s.HasSyncedChecker())
+	eventually(t, 5*time.Second, "the first list settled", s.ShardSettled)
+
+	must(t, s.SetShardSelector(testCtx(t), upperHalf))
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the relist of the new selector never reached the store")
+	}
+	if !s.ShardSettled() {
+		t.Fatal("ShardSettled false with the new selector's relist queued, want true")
+	}
+	equalStrings(t, "store while the relist is applied", names(s.GetStore().List()), nil)
+	report, err := s.CheckConsistency(testCtx(t))
+	must(t, err)
+	if report.Drifted() {
+		t.Errorf("report while the relist is applied = %+v, want no drift (its objects are queued)", report)
+	}
+
+	close(block)
+	for _, key := range []string{"a/high-0", "a/high-1"} {
+		eventually(t, 5*time.Second, key+" applied", func() bool {
+			_, final := s.ShardHolds(key)
+			return final
+		})
+	}
+	report, err = s.CheckConsistency(testCtx(t))
+	must(t, err)
+	if report.Drifted() || report.Objects != 2 {
+		t.Errorf("report after the relist = %+v, want the 2 objects of the new shard and no drift", report)
+	}
 }
