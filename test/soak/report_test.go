@@ -264,9 +264,9 @@ the replica that takes it); those of cause "drift" are the consistency check's.
 // runsNote says what the rows of earlier configurations measured.
 const runsNote = "Seeds 1–4 ran before the soak was sharded: one cache, no consistency check. In runs 1–3 each " +
 	"writer had one rate limiter per kind (up to 60 writes/s a writer), so the machine, not the rate asked, held the " +
-	"writers; from run 4 on, each writer has one limiter for all its requests (`rest.Config.RateLimiter`). From run 6 " +
-	"on, the largest write→cache counts the first time any replica's informer saw a write; run 5 also counted the " +
-	"adds of a hand-off, which deliver objects written minutes before.\n\n"
+	"writers; from run 4 on, each writer has one limiter for all its requests (`rest.Config.RateLimiter`). From run 5 " +
+	"on, the largest write→cache counts the first time any replica's informer saw a write (a hand-off's adds of " +
+	"objects written long before are not a delay).\n\n"
 
 // A run replaces its seed's row of the runs table and keeps the other seeds' rows.
 func TestReportKeepsTheRunsOfOtherSeeds(t *testing.T) {
