@@ -166,3 +166,53 @@ func TestWholeHashSpace(t *testing.T) {
 		}
 	}
 }
+
+// Slots gained that bring no namespace leave a namespace-sharded informer's selector
+// as it was (equal, though built anew): a Get of an absent key of a served namespace
+// stays NotFound. Before, the informer took the new selector value without relisting,
+// and its shard never read as settled again: ErrNotInShard until the next real change.
+func TestNamespaceShardedGetStaysNotFoundWhenSlotsChangeButNotTheNamespaces(t *testing.T) {
+	mine := "team-a"
+	slot := shard.SlotOfNamespace(mine)
+	other := (slot + 1) % shard.NumSlots // no namespace of the test is in it
+	if shard.SlotOfNamespace("team-a") == other {
+		t.Fatal("team-a is in both slots")
+	}
+	api := newFakeAPI(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mine, ResourceVersion: "5"}},
+		configMap(mine, "x", nil))
+	c := newTestCache(t, api, crcache.Options{}, WithSharding(Sharding{
+		Ring:        shard.Options{Namespace: "ops", Name: "demo", Identity: "replica-0"},
+		ByNamespace: []client.Object{&corev1.ConfigMap{}},
+	}))
+	ctx := testCtx(t)
+	inf, err := c.GetInformer(ctx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startCache(t, c)
+	var serve shard.Slots
+	serve.Add(slot)
+	if err := c.serveSlots(ctx, serve); err != nil {
+		t.Fatal(err)
+	}
+	cms := inf.(*informer.SharedIndexInformer)
+	eventually(t, 5*time.Second, func() error {
+		if !cms.ShardSettled() {
+			return errors.New("the shard of team-a is not settled")
+		}
+		return nil
+	})
+	if err := getError(t, c, mine, "absent"); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get of %s/absent = %v, want NotFound", mine, err)
+	}
+	serve.Add(other)
+	if err := c.serveSlots(ctx, serve); err != nil {
+		t.Fatal(err)
+	}
+	if !cms.ShardSettled() {
+		t.Error("ShardSettled after gaining a slot without namespaces = false, want true")
+	}
+	if err := getError(t, c, mine, "absent"); !apierrors.IsNotFound(err) {
+		t.Errorf("Get of %s/absent after gaining a slot without namespaces = %v, want NotFound", mine, err)
+	}
+}

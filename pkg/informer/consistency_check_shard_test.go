@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -210,5 +211,37 @@ func TestConsistencyCheckDoesNotCountAQueuedRelistAsMissing(t *testing.T) {
 	must(t, err)
 	if report.Drifted() || report.Objects != 2 {
 		t.Errorf("report after the relist = %+v, want the 2 objects of the new shard and no drift", report)
+	}
+}
+
+// Setting a selector equal to the current one (a new value: pkg/cache builds
+// one per change of the served slots, and the namespaces of a namespace-sharded
+// kind may stay the same when the slots do not) changes nothing: the shard
+// stays settled, a key it would hold stays final (ShardHolds), and checks keep
+// comparing. Before, the informer kept the new pointer but did not tell the
+// Reflector, whose listed selector then never matched it again: ShardSettled
+// and ShardHolds stayed false until the next real change (checks skipped, a
+// deleted object of a served namespace ErrNotInShard instead of NotFound).
+func TestSetShardSelectorToAnEqualSelectorKeepsTheShardSettled(t *testing.T) {
+	f := shardedFake()
+	f.ServeShardSelector(fakeServer)
+	lists := &checkLists{f: f}
+	s := newPodInformer(f, Options{ShardSelector: lowerHalf, DisableWatchList: true, ConsistencyCheck: lists.check()})
+	startInformer(t, s)
+	waitSynced(t, s.HasSyncedChecker())
+	eventually(t, 5*time.Second, "the first list settled", s.ShardSettled)
+
+	same := &ShardSelector{Field: lowerHalf.Field, Ranges: slices.Clone(lowerHalf.Ranges)}
+	must(t, s.SetShardSelector(testCtx(t), same))
+	if !s.ShardSettled() {
+		t.Error("ShardSettled after setting an equal selector = false, want true")
+	}
+	if _, final := s.ShardHolds("a/absent"); !final {
+		t.Error("ShardHolds(a/absent) after setting an equal selector: not final, want final")
+	}
+	report, err := s.CheckConsistency(testCtx(t))
+	must(t, err)
+	if report.Skipped != "" || report.Drifted() {
+		t.Errorf("report after setting an equal selector = %+v, want a comparison without drift", report)
 	}
 }

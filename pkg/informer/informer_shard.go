@@ -63,9 +63,13 @@ func (s *SharedIndexInformer) ServerSharding() ServerSharding {
 func (s *SharedIndexInformer) SetShardSelector(ctx context.Context, sel *ShardSelector) error {
 	s.shardMu.Lock()
 	defer s.shardMu.Unlock()
-	if old := s.shard.Swap(sel); old.Equal(sel) {
+	// An equal selector changes nothing, and the current value stays: the
+	// Reflector's listed selector is compared with it by identity
+	// (settledShard), so a new value would read as a change never listed.
+	if s.shard.Load().Equal(sel) {
 		return nil
 	}
+	s.shard.Store(sel)
 	// The FIFO first: from now on nothing outside sel enters, and what is
 	// stored outside it is evicted; then the Reflector lists sel.
 	evicted := s.fifo.SetFilter(sel)

@@ -77,9 +77,13 @@ func (r *reflector) ServerSharding() ServerSharding { return ServerSharding(r.se
 // selects are not the Reflector's business: see
 // SharedIndexInformer.SetShardSelector, which evicts them first.
 func (r *reflector) SetShardSelector(sel *ShardSelector) {
-	if old := r.shard.Swap(sel); old.Equal(sel) {
+	// An equal selector keeps the current value (compared by identity with
+	// the listed one: ListedShard). Only SharedIndexInformer.SetShardSelector
+	// calls this, under its shard mutex.
+	if r.shard.Load().Equal(sel) {
 		return
 	}
+	r.shard.Store(sel)
 	r.requestRelist(RelistCauseShard, "shard selector changed")
 }
 

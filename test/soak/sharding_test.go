@@ -106,14 +106,15 @@ func soakNamespaces(ids []string) []string {
 // a field index on Pods' spec.nodeName, sharding and the consistency check.
 func newReplica(ctx context.Context, t *testing.T, cp *controlPlane, st settings, id string) *replica {
 	t.Helper()
-	cc, err := dcache.NewWith(dcache.WithLabelIndexes("app"),
+	opts := append([]dcache.Option{dcache.WithLabelIndexes("app"),
 		dcache.WithConsistencyCheck(st.checkInterval),
 		dcache.WithSharding(dcache.Sharding{
 			Ring: shard.Options{Namespace: ringNamespace, Name: ringName, Identity: id,
 				LeaseDuration: leaseDuration, RenewInterval: renewInterval},
 			ByUID:       []client.Object{&corev1.ConfigMap{}},
 			ByNamespace: []client.Object{&corev1.Pod{}, &demov1alpha1.App{}},
-		}))(cp.proxied, crcache.Options{Scheme: cp.scheme})
+		})}, replicaLogOptions(t, id)...)
+	cc, err := dcache.NewWith(opts...)(cp.proxied, crcache.Options{Scheme: cp.scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
