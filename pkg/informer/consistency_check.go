@@ -161,6 +161,8 @@ func (s *SharedIndexInformer) CheckConsistency(ctx context.Context) (*DriftRepor
 	if skipped := s.shardUnsettled(sel); skipped != "" {
 		return s.recordCheck(&DriftReport{Skipped: skipped}), nil
 	}
+	s.removals.begin() // before the list: what leaves the store from now on was listed
+	defer s.removals.end()
 	server, listRV, requests, err := s.listMetadata(ctx, cc, sel)
 	if err != nil {
 		return nil, err
@@ -385,6 +387,9 @@ func (s *SharedIndexInformer) classify(key string, sm serverMeta, onServer bool,
 		// relist is queued, not yet in the store: ShardSettled): the store
 		// is about to change, and at does not cover it.
 		return ""
+	case !inStore && s.removals.removed(key):
+		// Deleted at the server after the list (see checkRemovals).
+		return ""
 	case !inStore:
 		if sm.rv <= at {
 			return DriftMissing
@@ -418,7 +423,7 @@ func (s *SharedIndexInformer) missingConfirmed(
 	if err != nil {
 		return true // could not confirm: the relist costs less than a missed object
 	}
-	if _, inStore := s.storeMeta(key); inStore || m.UID != sm.uid || s.fifo.pending(key) {
+	if _, inStore := s.storeMeta(key); inStore || m.UID != sm.uid || s.fifo.pending(key) || s.removals.removed(key) {
 		return false
 	}
 	rv, _ := parseRV(m.ResourceVersion)

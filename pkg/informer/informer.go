@@ -135,8 +135,10 @@ type SharedIndexInformer struct {
 	handlers          []*HandlerRegistration
 	reflector         *reflector
 	// checkMu guards lastDrift, the last consistency check's report.
-	checkMu    sync.Mutex
-	lastDrift  *DriftReport
+	checkMu   sync.Mutex
+	lastDrift *DriftReport
+	// removals: the keys removed from the store while a check runs.
+	removals   checkRemovals
 	log        logr.Logger
 	startTime  time.Time
 	resyncWake chan struct{}
@@ -641,7 +643,11 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 				continue
 			}
 			if d.Type == deltaDeleted {
-				if w.take(key) != nil && listening {
+				if w.take(key) == nil {
+					continue
+				}
+				s.removals.note(key)
+				if listening {
 					notes = append(notes, batchNote{key: key, n: notification{kind: noteDelete, newObj: s.indexer.handlerView(d.Object)}})
 				}
 				continue
