@@ -41,6 +41,7 @@
 //	shard_selector.go         ShardSelector, HashRange: KEP-5866's selector, hash and the shard filter
 //	shard_selector_server.go  what the API server accepts: selector length, coarsening
 //	consistency_check.go      the drift check: the store compared with a metadata-only LIST
+//	consistency_removals.go   the keys a running check must not count missing: removed after its list
 //	metrics.go                Prometheus metrics of the pipeline and of each handler
 //	doc.go                    this overview
 //
