@@ -68,14 +68,9 @@ func appendProtoLabels(dst []string, b []byte) ([]string, error) {
 			return dst, err
 		}
 		if wire>>3 != protoMetadataField {
-			n, err := skipField(b[i:])
-			if err != nil {
+			if i, err = skipProto(b, i, j, wire); err != nil {
 				return dst, err
 			}
-			if n <= 0 || i+n > len(b) {
-				return dst, errProtoInvalidLength
-			}
-			i += n
 			continue
 		}
 		if wire&7 != wireBytes {
@@ -101,14 +96,9 @@ func appendMetaLabels(dst []string, b []byte) ([]string, error) {
 			return dst, err
 		}
 		if wire>>3 != protoLabelsField {
-			n, err := skipField(b[i:])
-			if err != nil {
+			if i, err = skipProto(b, i, j, wire); err != nil {
 				return dst, err
 			}
-			if n <= 0 || i+n > len(b) {
-				return dst, errProtoInvalidLength
-			}
-			i += n
 			continue
 		}
 		if wire&7 != wireBytes {
@@ -164,4 +154,26 @@ func labelEntry(b []byte) (key, value string, err error) {
 		i = end
 	}
 	return key, value, nil
+}
+
+// skipProto returns the index after the field whose tag wire starts at b[i]
+// and ends before b[j]: strings, messages and varints directly, other wire
+// types (groups included) as skipField does.
+func skipProto(b []byte, i, j int, wire uint64) (int, error) {
+	switch wire & 7 {
+	case wireBytes:
+		_, end, err := lengthDelimited(b, j)
+		return end, err
+	case wireVarint:
+		_, end, err := varint(b, j)
+		return end, err
+	}
+	n, err := skipField(b[i:])
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 || i+n > len(b) {
+		return 0, errProtoInvalidLength
+	}
+	return i + n, nil
 }
