@@ -141,39 +141,17 @@ func missingFieldIndexes(indexer *informer.Indexer, reqs fields.Requirements, ki
 
 // candidatesByFields answers an exact field selector: the first requirement is looked up
 // in its index ("<ns>/<v>", or "__all_namespaces/<v>" when namespace is ""), every
-// further requirement re-runs its index function over those candidates (controller-runtime's
-// byIndexes, PR #2512).
-func candidatesByFields(indexer *informer.Indexer, reqs fields.Requirements, namespace string) ([]any, error) {
+// further requirement is checked on the index values stored with each candidate (the
+// values controller-runtime's byIndexes, PR #2512, computes again), and sel (the label
+// selector, Limit) is applied, before decoding (informer.Indexer.Select).
+func candidatesByFields(indexer *informer.Indexer, reqs fields.Requirements, namespace string,
+	sel informer.Selection) ([]any, error) {
 	first := reqs[0]
-	objs, err := indexer.ByIndex(FieldIndexName(first.Field), KeyToNamespacedKey(namespace, first.Value))
-	if err != nil {
-		return nil, err
-	}
-	if len(objs) == 0 || len(reqs) == 1 {
-		return objs, nil
-	}
-	indexers := indexer.GetIndexers()
 	for _, req := range reqs[1:] {
-		name := FieldIndexName(req.Field)
-		fn, ok := indexers[name]
-		if !ok {
-			return nil, fmt.Errorf("index with name %s does not exist", name)
-		}
-		want := KeyToNamespacedKey(namespace, req.Value)
-		kept := make([]any, 0, len(objs))
-		for _, obj := range objs {
-			values, err := fn(obj)
-			if err != nil {
-				return nil, err
-			}
-			if slices.Contains(values, want) {
-				kept = append(kept, obj)
-			}
-		}
-		if len(kept) == 0 {
-			return nil, nil
-		}
-		objs = kept
+		sel.Filed = append(sel.Filed, informer.IndexValue{
+			Index: FieldIndexName(req.Field), Value: KeyToNamespacedKey(namespace, req.Value)})
 	}
-	return objs, nil
+	from := informer.Candidates{
+		Index: FieldIndexName(first.Field), Values: []string{KeyToNamespacedKey(namespace, first.Value)}}
+	return indexer.Select(from, sel)
 }

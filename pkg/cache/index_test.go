@@ -135,18 +135,18 @@ func TestCandidatesByLabelsPicksTheNarrowestLookup(t *testing.T) {
 		configMap("b", "d1", map[string]string{appLabel: "db", tierLabel: "back"}),
 	)
 	lookups := []labelLookup{{tierLabel, []string{"back"}}, {appLabel, []string{"db"}}}
-	got, err := candidatesByLabels(idx, lookups, "")
+	got, err := candidatesByLabels(idx, lookups, "", informer.Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"b/d1"}; !slices.Equal(namesOf(got), want) {
 		t.Errorf("narrowest: got %v, want %v (app=db has one object, tier=back three)", namesOf(got), want)
 	}
-	got, _ = candidatesByLabels(idx, []labelLookup{{appLabel, []string{webApp, "db"}}}, "b")
+	got, _ = candidatesByLabels(idx, []labelLookup{{appLabel, []string{webApp, "db"}}}, "b", informer.Selection{})
 	if want := []string{"b/d1", "b/w3"}; !slices.Equal(namesOf(got), want) {
 		t.Errorf("in (web,db) in b: got %v, want %v", namesOf(got), want)
 	}
-	got, _ = candidatesByLabels(idx, []labelLookup{{appLabel, []string{webApp}}, {tierLabel, []string{"none"}}}, "")
+	got, _ = candidatesByLabels(idx, []labelLookup{{appLabel, []string{webApp}}, {tierLabel, []string{"none"}}}, "", informer.Selection{})
 	if len(got) != 0 {
 		t.Errorf("empty lookup: got %v", namesOf(got))
 	}
@@ -162,14 +162,14 @@ func TestCandidatesByFieldsUsesFirstRequirementAndFiltersTheRest(t *testing.T) {
 	if err := validateFieldSelector(sel); err != nil {
 		t.Fatal(err)
 	}
-	got, err := candidatesByFields(idx, sel.Requirements(), "")
+	got, err := candidatesByFields(idx, sel.Requirements(), "", informer.Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"a/w2", "b/w3"}; !slices.Equal(namesOf(got), want) {
 		t.Errorf("all namespaces: got %v, want %v", namesOf(got), want)
 	}
-	got, _ = candidatesByFields(idx, sel.Requirements(), "b")
+	got, _ = candidatesByFields(idx, sel.Requirements(), "b", informer.Selection{})
 	if want := []string{"b/w3"}; !slices.Equal(namesOf(got), want) {
 		t.Errorf("namespace b: got %v, want %v", namesOf(got), want)
 	}

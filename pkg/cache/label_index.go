@@ -101,13 +101,15 @@ func indexableLabelRequirements(sel labels.Selector, indexed []string) []labelLo
 	return lookups
 }
 
-// candidatesByLabels returns the objects of the narrowest lookup: for every lookup it
-// counts the index keys of its values (in namespace, or across namespaces when namespace
-// is ""), then fetches the objects of the lookup with the fewest. The caller filters the
-// candidates with the whole selector, so the result is the intersection of all lookups
-// without building it. An object carries one value per label key, so the objects of the
-// values of one lookup are distinct.
-func candidatesByLabels(indexer *informer.Indexer, lookups []labelLookup, namespace string) ([]any, error) {
+// candidatesByLabels returns the objects of the narrowest lookup that sel keeps: for
+// every lookup it counts the index keys of its values (in namespace, or across
+// namespaces when namespace is ""), then selects among the objects of the lookup with
+// the fewest (informer.Indexer.Select, which decodes only what it keeps). sel holds the
+// whole label selector, so the result is the intersection of all lookups without
+// building it. An object carries one value per label key, so the objects of the values
+// of one lookup are distinct.
+func candidatesByLabels(indexer *informer.Indexer, lookups []labelLookup, namespace string,
+	sel informer.Selection) ([]any, error) {
 	best := 0
 	if len(lookups) > 1 {
 		bestCount := -1
@@ -129,17 +131,9 @@ func candidatesByLabels(indexer *informer.Indexer, lookups []labelLookup, namesp
 		}
 	}
 	lookup := lookups[best]
-	var objs []any
-	for _, value := range lookup.values {
-		found, err := indexer.ByIndex(LabelIndexName(lookup.key), KeyToNamespacedKey(namespace, value))
-		if err != nil {
-			return nil, err
-		}
-		if objs == nil {
-			objs = found
-		} else {
-			objs = append(objs, found...)
-		}
+	values := make([]string, len(lookup.values))
+	for i, value := range lookup.values {
+		values[i] = KeyToNamespacedKey(namespace, value)
 	}
-	return objs, nil
+	return indexer.Select(informer.Candidates{Index: LabelIndexName(lookup.key), Values: values, Distinct: true}, sel)
 }

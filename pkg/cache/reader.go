@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -134,8 +133,9 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 //   - InNamespace: the namespace index;
 //   - every object of the kind.
 //
-// The label selector then filters the candidates, Limit stops after that many matches,
-// and each item is deep-copied with its GVK set unless UnsafeDisableDeepCopy is in
+// The label selector then filters the candidates, Limit stops after that many matches
+// (both checked on the stored records, before decoding: labels are read from the
+// stored bytes, and only the items returned are decoded), and each item is deep-copied with its GVK set unless UnsafeDisableDeepCopy is in
 // effect (as for Get). Items replace the list's previous items; the continue token is
 // "continue-not-supported" and Continue is an error. ListStats records the path taken.
 // With several namespaces configured, a List without namespace concatenates them (in
@@ -160,33 +160,33 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	var items []listItem
 	limit := listOpts.Limit
 	for _, s := range scopes {
-		candidates, err := plan.candidates(s.indexer, listOpts.Namespace)
+		// The label selector and Limit are checked before decoding (Indexer.Select).
+		sel := informer.Selection{Labels: listOpts.LabelSelector}
+		if limit > 0 {
+			if int64(len(items)) >= limit {
+				break
+			}
+			sel.Limit = int(limit - int64(len(items)))
+		}
+		selected, err := plan.candidates(s.indexer, listOpts.Namespace, sel)
 		if err != nil {
 			return err
 		}
 		copyItems := !disableDeepCopy(s.scope.unsafeDisableDeepCopy, listOpts.UnsafeDisableDeepCopy) || s.readsCopy
 		if items == nil {
-			items = make([]listItem, 0, len(candidates))
+			items = make([]listItem, 0, len(selected))
 		}
-		for _, candidate := range candidates {
-			if limit > 0 && int64(len(items)) >= limit {
-				break
-			}
+		for _, candidate := range selected {
 			obj, ok := candidate.(runtime.Object)
 			if !ok {
 				return fmt.Errorf("cache contained %T, which is not an Object", candidate)
 			}
-			if listOpts.LabelSelector != nil || s.detector != nil {
+			if s.detector != nil {
 				m, err := apimeta.Accessor(obj)
 				if err != nil {
 					return err
 				}
-				if listOpts.LabelSelector != nil && !listOpts.LabelSelector.Matches(labels.Set(m.GetLabels())) {
-					continue
-				}
-				if s.detector != nil {
-					s.detector.check(toolscache.MetaObjectToName(m).String(), obj)
-				}
+				s.detector.check(toolscache.MetaObjectToName(m).String(), obj)
 			}
 			items = append(items, listItem{obj: obj, copy: copyItems, own: s.readsCopy})
 		}
@@ -298,17 +298,18 @@ func (c *Cache) planList(e *entry, scopes []*scopedInformer, opts *client.ListOp
 	return listPlan{path: pathScan}, nil
 }
 
-// candidates returns the objects of one store that the plan selects.
-func (p *listPlan) candidates(indexer *informer.Indexer, namespace string) ([]any, error) {
+// candidates returns the objects of one store that the plan selects and sel keeps,
+// decoding only those (see informer.Indexer.Select).
+func (p *listPlan) candidates(indexer *informer.Indexer, namespace string, sel informer.Selection) ([]any, error) {
 	switch p.path {
 	case pathFieldIndex:
-		return candidatesByFields(indexer, p.fields, namespace)
+		return candidatesByFields(indexer, p.fields, namespace, sel)
 	case pathLabelIndex:
-		return candidatesByLabels(indexer, p.labels, namespace)
+		return candidatesByLabels(indexer, p.labels, namespace, sel)
 	case pathNamespaceIndex:
-		return indexer.ByIndex(toolscache.NamespaceIndex, namespace)
+		return indexer.Select(informer.Candidates{Index: toolscache.NamespaceIndex, Values: []string{namespace}}, sel)
 	default:
-		return indexer.List(), nil
+		return indexer.Select(informer.Candidates{}, sel)
 	}
 }
 

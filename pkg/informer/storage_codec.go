@@ -25,3 +25,16 @@ type StorageCodec interface {
 type DecoderInto interface {
 	DecodeInto(data []byte, dst any) error
 }
+
+// LabelReader is implemented by StorageCodecs that can read an object's
+// labels (metadata.labels) from its encoding without decoding the rest
+// (codec.Protobuf, codec.CBOR, codec.UnstructuredCBOR), so that
+// Indexer.Select checks a label selector before it decodes.
+type LabelReader interface {
+	// AppendLabels appends the labels of the object encoded in data to dst
+	// as key, value pairs (dst[2i] a key, dst[2i+1] its value; of two pairs
+	// of one key, the later counts), and returns the extended slice. The
+	// strings may alias data. An error means the labels could not be read
+	// (dst is returned unchanged): the caller decodes the object instead.
+	AppendLabels(dst []string, data []byte) ([]string, error)
+}

@@ -18,6 +18,9 @@ import (
 // part of the encoding.
 type CBOR struct {
 	typ reflect.Type // the struct type T of *T
+	// metaLabels: typ embeds ObjectMeta as "metadata", so AppendLabels can
+	// read the labels from the bytes (cbor_labels.go).
+	metaLabels bool
 }
 
 // NewCBOR returns the CBOR codec of example's Go type, a pointer to a
@@ -27,7 +30,7 @@ func NewCBOR(example runtime.Object) (*CBOR, error) {
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("CBOR codec: %T is not a pointer to a struct", example)
 	}
-	return &CBOR{typ: t.Elem()}, nil
+	return &CBOR{typ: t.Elem(), metaLabels: embedsObjectMeta(t.Elem())}, nil
 }
 
 // Encode returns obj's CBOR encoding; an error for another Go type.

@@ -36,6 +36,9 @@ type Protobuf struct {
 	// quantities is where a Marshal of a typ fills Quantities' cached
 	// strings, which Encode puts back (nil when it fills none).
 	quantities *quantityPlan
+	// metaFirst: typ embeds ObjectMeta as field 1, so AppendLabels can read
+	// the labels from the bytes (protobuf_labels.go).
+	metaFirst bool
 }
 
 // ErrNoProtobuf is returned by NewProtobuf for a type without generated
@@ -51,7 +54,7 @@ func NewProtobuf(example runtime.Object) (*Protobuf, error) {
 	if _, ok := example.(protoMessage); !ok || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("%T: %w", example, ErrNoProtobuf)
 	}
-	c := &Protobuf{typ: t.Elem(), quantities: quantityPlanOf(t.Elem())}
+	c := &Protobuf{typ: t.Elem(), quantities: quantityPlanOf(t.Elem()), metaFirst: metadataFirst(t.Elem())}
 	if dec, err := newProtoDecoder(c.typ); err == nil {
 		c.dec = dec
 	}

@@ -1,0 +1,228 @@
+package informer
+
+import (
+	"fmt"
+	"slices"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Selecting before decoding: a read that checks a label selector and index
+// values on the stored records and decodes only the objects it returns.
+
+// Candidates names the stored objects a Select considers.
+type Candidates struct {
+	// Index is the index whose Values name the candidates; "" means every
+	// stored object (Values ignored).
+	Index string
+	// Values are the index values whose objects are candidates.
+	Values []string
+	// Distinct says that no object is filed under two of Values (for
+	// example the values of one label key in one namespace): Select then
+	// does not de-duplicate. Otherwise an object filed under several is
+	// considered once.
+	Distinct bool
+}
+
+// Selection says which candidates a Select keeps.
+type Selection struct {
+	// Labels, when neither nil nor empty, must match the object's labels.
+	Labels labels.Selector
+	// Filed are index values the object must be filed under, every one.
+	Filed []IndexValue
+	// Limit, when positive, stops the Select after that many objects.
+	Limit int
+}
+
+// IndexValue is one value of one index.
+type IndexValue struct {
+	Index, Value string
+}
+
+// Select returns the candidates of from that sel keeps, decoded (with compact
+// storage, each a new object the caller owns, as List returns them; without
+// it, the stored pointers), in the order List or ByIndex would return them,
+// at most sel.Limit when positive. It checks sel on the stored record before
+// decoding: index values on the record's stored values (Filed), labels read
+// from the encoding when the codec is a LabelReader, else from the object,
+// decoded once. So a Select decodes only what it returns (plus the records
+// whose labels the codec could not read). Objects that fail to decode are
+// left out (as in List). Errors: an index of from or sel.Filed that does not
+// exist ("index with name <name> does not exist"), and an object without
+// metadata when sel.Labels is set. Like List, it takes no lock and sees
+// each record as of some instant during the call. client-go has no
+// equivalent; controller-runtime's cache reader filters after ByIndex/List.
+func (ix *Indexer) Select(from Candidates, sel Selection) ([]any, error) {
+	t := ix.table.Load()
+	s := &selectState{ix: ix, limit: sel.Limit}
+	if sel.Labels != nil && !sel.Labels.Empty() {
+		s.labels = sel.Labels
+		s.reader, _ = ix.codec.(LabelReader)
+	}
+	for _, f := range sel.Filed {
+		i, ok := slices.BinarySearch(t.funcs.names, f.Index)
+		if !ok {
+			return nil, errNoIndex(f.Index)
+		}
+		s.filed = append(s.filed, filedValue{index: i, value: f.Value})
+	}
+	if from.Index == "" {
+		t.each(s.visit)
+	} else if err := s.fromIndex(t, from); err != nil {
+		return nil, err
+	}
+	yieldAfter(s.visited)
+	return s.out, s.err
+}
+
+// selectState is one Select's progress; visit is called for each candidate.
+type selectState struct {
+	ix     *Indexer
+	labels labels.Selector // nil: no label check
+	reader LabelReader     // nil: labels checked on the decoded object
+	filed  []filedValue
+	limit  int
+	// view holds the labels of the record being checked, reused from one
+	// record to the next.
+	view    labelView
+	out     []any
+	visited int
+	err     error
+}
+
+// filedValue is an IndexValue with its index's position in the table's funcs.
+type filedValue struct {
+	index int
+	value string
+}
+
+// fromIndex visits the records filed under from.Values in from.Index.
+func (s *selectState) fromIndex(t *segmentTable, from Candidates) error {
+	i, idx, ok := t.index(from.Index)
+	if !ok {
+		return errNoIndex(from.Index)
+	}
+	var seen map[*cell]struct{}
+	if len(from.Values) > 1 && !from.Distinct {
+		n := 0
+		for _, v := range from.Values {
+			b, _ := idx.get(v)
+			n += b.Len()
+		}
+		seen = make(map[*cell]struct{}, n)
+	}
+	more := true
+	for _, v := range from.Values {
+		b, _ := idx.get(v)
+		b.each(func(key string, e *cell) bool {
+			r := e.rec.Load()
+			if !r.filedUnder(i, v) {
+				return true
+			}
+			if seen != nil {
+				if _, dup := seen[e]; dup {
+					return true
+				}
+				seen[e] = struct{}{}
+			}
+			more = s.visit(key, r)
+			return more
+		})
+		if !more {
+			break
+		}
+	}
+	return nil
+}
+
+// visit checks key's record r and keeps its object if it is selected; it
+// returns false once the Select is done (limit reached, or an error).
+func (s *selectState) visit(key string, r *record) bool {
+	s.visited++
+	for _, f := range s.filed {
+		if !r.filedUnder(f.index, f.value) {
+			return true
+		}
+	}
+	obj, keep := s.keep(key, r)
+	if !keep {
+		return s.err == nil
+	}
+	s.out = append(s.out, obj)
+	return s.limit <= 0 || len(s.out) < s.limit
+}
+
+// keep returns the object of key's record r, as a read returns it, if it
+// matches the label selector; it decodes only then, except when the labels
+// cannot be read from the encoding.
+func (s *selectState) keep(key string, r *record) (any, bool) {
+	if s.labels == nil {
+		obj, err := s.ix.read(key, r)
+		return obj, err == nil
+	}
+	if r.data == nil {
+		if !s.matches(r.obj) {
+			return nil, false
+		}
+		obj, err := s.ix.read(key, r)
+		return obj, err == nil
+	}
+	if s.reader != nil {
+		pairs, err := s.reader.AppendLabels(s.view.pairs[:0], r.data)
+		if err == nil {
+			s.view.pairs = pairs
+			if !s.labels.Matches(&s.view) {
+				return nil, false
+			}
+			obj, err := s.ix.decode(key, r.data)
+			return obj, err == nil
+		}
+	}
+	obj, err := s.ix.decode(key, r.data)
+	if err != nil || !s.matches(obj) {
+		return nil, false
+	}
+	return obj, true
+}
+
+// matches reports whether obj's labels match the selector; an object without
+// metadata is an error (s.err).
+func (s *selectState) matches(obj any) bool {
+	m, err := apimeta.Accessor(obj)
+	if err != nil {
+		s.err = fmt.Errorf("cache contained %T, which is not an Object", obj)
+		return false
+	}
+	return s.labels.Matches(labels.Set(m.GetLabels()))
+}
+
+// labelView is labels.Labels over key, value pairs (see LabelReader): the
+// last pair of a key counts.
+type labelView struct {
+	pairs []string
+}
+
+var _ labels.Labels = (*labelView)(nil)
+
+// Has reports whether the view holds label key.
+func (v *labelView) Has(key string) bool {
+	_, ok := v.Lookup(key)
+	return ok
+}
+
+// Get returns the value of label key, "" if absent.
+func (v *labelView) Get(key string) string {
+	value, _ := v.Lookup(key)
+	return value
+}
+
+// Lookup returns the value of label key and whether it is present.
+func (v *labelView) Lookup(key string) (string, bool) {
+	for i := len(v.pairs) - 2; i >= 0; i -= 2 {
+		if v.pairs[i] == key {
+			return v.pairs[i+1], true
+		}
+	}
+	return "", false
+}
