@@ -270,12 +270,14 @@ func visitedByScan(e *entry, scopes []*scopedInformer, namespace string) int {
 	return n
 }
 
+// claim reports whether the caller is the first to claim a's run (a nil a: false).
+func (a *adaptiveIndexes) claim() bool {
+	return a != nil && a.running.CompareAndSwap(false, true)
+}
+
 // run builds the queued indexes and drops idle ones every settings.sweepEvery until
-// ctx ends; a second call returns at once.
+// ctx ends. Only the caller of a successful claim calls it.
 func (a *adaptiveIndexes) run(ctx context.Context) {
-	if a == nil || !a.running.CompareAndSwap(false, true) {
-		return
-	}
 	ticker := time.NewTicker(a.settings.sweepEvery)
 	defer ticker.Stop()
 	for {

@@ -295,7 +295,7 @@ func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
 // as it is created. It blocks until ctx ends, then waits for the informers to stop and
 // returns nil. A second call returns an error.
 func (c *Cache) Start(ctx context.Context) error {
-	if c.adaptive != nil && !c.adaptive.running.Load() {
+	if c.adaptive.claim() { // the first Start only
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
