@@ -451,3 +451,78 @@ func heapInUse() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// benchAdaptiveReader is benchReader's deltacache with no option at all, whose
+// adaptive "label:app" index has been triggered (one List across 20k pods is a large
+// scan) and built.
+func benchAdaptiveReader(b *testing.B) client.Reader {
+	b.Helper()
+	objects := make([]kruntime.Object, benchPods)
+	for i := range objects {
+		objects[i] = benchPod(i)
+	}
+	api := newFakeAPI(b, objects...)
+	c := newTestCache(b, api, crcache.Options{})
+	startCache(b, c)
+	ctx := context.Background()
+	if err := c.List(ctx, &corev1.PodList{}, client.MatchingLabels{appLabel: "app-0"}); err != nil {
+		b.Fatal(err) // creates the informer, waits for its initial list, triggers the build
+	}
+	e, _, _ := c.informers.peek(entryKey{gvk: gvkPod, shape: shapeTyped})
+	deadline := time.Now().Add(time.Minute)
+	for len(c.adaptive.readyKeys(e)) == 0 {
+		if time.Now().After(deadline) {
+			b.Fatal("the adaptive index of app was not built")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	api.mu.Lock()
+	api.objects = nil
+	api.mu.Unlock()
+	clear(objects)
+	runtime.GC()
+	return c
+}
+
+// BenchmarkListByLabelAdaptive20kPods is BenchmarkListByLabel20kPods's interleaved
+// comparison for a deltacache configured with nothing (dcache.New), once its adaptive
+// "label:app" index is built: issue #19's target is ≤ 0.2× controller-runtime's time
+// (ratio-x, deltacache's time over controller-runtime's).
+func BenchmarkListByLabelAdaptive20kPods(b *testing.B) {
+	const benchApp = "app-7"
+	for _, bc := range []struct {
+		name string
+		opts []client.ListOption
+	}{
+		{"all-namespaces", []client.ListOption{client.MatchingLabels{appLabel: benchApp}}},
+		{"one-namespace", []client.ListOption{client.InNamespace("ns-7"), client.MatchingLabels{appLabel: benchApp}}},
+	} {
+		b.Run(bc.name+"/interleaved", func(b *testing.B) {
+			ours, theirs := benchAdaptiveReader(b), benchReader(b, benchControllerRuntime)
+			ctx := context.Background()
+			var list corev1.PodList
+			var ourTime, theirTime time.Duration
+			lists := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				if err := ours.List(ctx, &list, bc.opts...); err != nil {
+					b.Fatal(err)
+				}
+				mid := time.Now()
+				if err := theirs.List(ctx, &list, bc.opts...); err != nil {
+					b.Fatal(err)
+				}
+				ourTime += mid.Sub(start)
+				theirTime += time.Since(mid)
+				lists++
+			}
+			if got := ours.(*Cache).ListStats(gvkPod); got.AdaptiveLabelIndex < uint64(lists) {
+				b.Fatalf("%d of %d Lists used the adaptive index", got.AdaptiveLabelIndex, lists)
+			}
+			b.ReportMetric(float64(ourTime.Nanoseconds())/float64(lists), "deltacache-ns/list")
+			b.ReportMetric(float64(theirTime.Nanoseconds())/float64(lists), "controller-runtime-ns/list")
+			b.ReportMetric(float64(ourTime)/float64(theirTime), "ratio-x")
+		})
+	}
+}

@@ -79,6 +79,10 @@ type Cache struct {
 	// received counts the response-body bytes read by httpClient (ReceivedBytes).
 	received *atomic.Int64
 
+	// adaptive builds label indexes for the keys Lists keep scanning for; nil with
+	// DisableAdaptiveIndexes.
+	adaptive *adaptiveIndexes
+
 	// sharder is the replica's share of the sharded kinds; nil without WithSharding.
 	sharder *sharder
 
@@ -204,6 +208,9 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 		c.intern = newInterner()
 	}
 	c.listWatcher = c.newListWatch
+	if !settings.DisableAdaptiveIndexes {
+		c.adaptive = newAdaptiveIndexes(settings.Logger, c.intern)
+	}
 	if settings.Sharding != nil {
 		if c.sharder, err = newSharder(c, settings.Sharding, cfg, opts.Scheme); err != nil {
 			return nil, err
@@ -288,6 +295,14 @@ func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
 // as it is created. It blocks until ctx ends, then waits for the informers to stop and
 // returns nil. A second call returns an error.
 func (c *Cache) Start(ctx context.Context) error {
+	if c.adaptive.claim() { // the first Start only
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.adaptive.run(ctx)
+		}()
+		defer func() { <-done }()
+	}
 	if c.sharder == nil {
 		return c.informers.Start(ctx)
 	}

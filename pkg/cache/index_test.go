@@ -74,11 +74,11 @@ func TestIndexableLabelRequirements(t *testing.T) {
 		selector string
 		want     []labelLookup
 	}{
-		{"app=web", []labelLookup{{appLabel, []string{webApp}}}},
-		{"app==web,tier in (a,b)", []labelLookup{{appLabel, []string{webApp}}, {tierLabel, []string{"a", "b"}}}},
+		{"app=web", []labelLookup{{key: appLabel, values: []string{webApp}}}},
+		{"app==web,tier in (a,b)", []labelLookup{{key: appLabel, values: []string{webApp}}, {key: tierLabel, values: []string{"a", "b"}}}},
 		{"app!=web,tier notin (a),!app,tier", nil},
 		{"other=x", nil},
-		{"other=x,app in (z)", []labelLookup{{appLabel, []string{"z"}}}},
+		{"other=x,app in (z)", []labelLookup{{key: appLabel, values: []string{"z"}}}},
 	} {
 		sel, err := labels.Parse(tc.selector)
 		if err != nil {
@@ -134,7 +134,7 @@ func TestCandidatesByLabelsPicksTheNarrowestLookup(t *testing.T) {
 		configMap("b", "w3", map[string]string{appLabel: webApp, tierLabel: "back"}),
 		configMap("b", "d1", map[string]string{appLabel: "db", tierLabel: "back"}),
 	)
-	lookups := []labelLookup{{tierLabel, []string{"back"}}, {appLabel, []string{"db"}}}
+	lookups := []labelLookup{{key: tierLabel, values: []string{"back"}}, {key: appLabel, values: []string{"db"}}}
 	got, err := candidatesByLabels(idx, lookups, "", informer.Selection{})
 	if err != nil {
 		t.Fatal(err)
@@ -142,11 +142,12 @@ func TestCandidatesByLabelsPicksTheNarrowestLookup(t *testing.T) {
 	if want := []string{"b/d1"}; !slices.Equal(namesOf(got), want) {
 		t.Errorf("narrowest: got %v, want %v (app=db has one object, tier=back three)", namesOf(got), want)
 	}
-	got, _ = candidatesByLabels(idx, []labelLookup{{appLabel, []string{webApp, "db"}}}, "b", informer.Selection{})
+	got, _ = candidatesByLabels(idx, []labelLookup{{key: appLabel, values: []string{webApp, "db"}}}, "b", informer.Selection{})
 	if want := []string{"b/d1", "b/w3"}; !slices.Equal(namesOf(got), want) {
 		t.Errorf("in (web,db) in b: got %v, want %v", namesOf(got), want)
 	}
-	got, _ = candidatesByLabels(idx, []labelLookup{{appLabel, []string{webApp}}, {tierLabel, []string{"none"}}}, "", informer.Selection{})
+	got, _ = candidatesByLabels(idx, []labelLookup{{key: appLabel, values: []string{webApp}}, {key: tierLabel, values: []string{"none"}}}, "",
+		informer.Selection{})
 	if len(got) != 0 {
 		t.Errorf("empty lookup: got %v", namesOf(got))
 	}

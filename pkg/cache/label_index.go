@@ -72,6 +72,9 @@ func labelIndexFunc(key string, intern *interner) toolscache.IndexFunc {
 type labelLookup struct {
 	key    string
 	values []string
+	// auto: the index is an adaptive one (adaptive_index.go), which may be dropped
+	// between the List's plan and its read.
+	auto bool
 }
 
 // indexableLabelRequirements returns the requirements of sel that a "label:<key>" index
@@ -108,7 +111,23 @@ func indexableLabelRequirements(sel labels.Selector, indexed []string) []labelLo
 // whole label selector, so the result is the intersection of all lookups without
 // building it. An object carries one value per label key, so the objects of the values
 // of one lookup are distinct.
+//
+// An adaptive index dropped since the List was planned is not an error: the candidates
+// are then those of the namespace index, or every object, selected by sel.
 func candidatesByLabels(indexer *informer.Indexer, lookups []labelLookup, namespace string,
+	sel informer.Selection) ([]any, error) {
+	objs, err := candidatesByLabelIndexes(indexer, lookups, namespace, sel)
+	if err != nil && slices.ContainsFunc(lookups, func(l labelLookup) bool { return l.auto }) {
+		if namespace != "" {
+			return indexer.Select(informer.Candidates{Index: toolscache.NamespaceIndex, Values: []string{namespace}}, sel)
+		}
+		return indexer.Select(informer.Candidates{}, sel)
+	}
+	return objs, err
+}
+
+// candidatesByLabelIndexes is candidatesByLabels without the fallback.
+func candidatesByLabelIndexes(indexer *informer.Indexer, lookups []labelLookup, namespace string,
 	sel informer.Selection) ([]any, error) {
 	best := 0
 	if len(lookups) > 1 {

@@ -17,6 +17,7 @@ limitations under the License.
 package cache
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/deltacache/deltacache/pkg/informer"
@@ -38,7 +39,9 @@ import (
 // shape) add up as well. When an entry's informers stop (RemoveInformer, the cache's
 // end), its series are deleted.
 //
-// deltacache_cache_lists_total (stats.go) counts how Lists were answered.
+// deltacache_cache_lists_total (stats.go) counts how Lists were answered;
+// deltacache_adaptive_label_indexes and deltacache_adaptive_label_index_bytes (below)
+// show the automatic label indexes (adaptive_index.go).
 func init() {
 	if err := informer.RegisterMetrics(metrics.Registry); err != nil {
 		panic(err)
@@ -46,7 +49,30 @@ func init() {
 	if err := shard.Register(metrics.Registry); err != nil {
 		panic(err)
 	}
-	metrics.Registry.MustRegister(receivedBytes)
+	metrics.Registry.MustRegister(receivedBytes, adaptiveIndexesGauge, adaptiveIndexBytes)
+}
+
+// adaptiveIndexesGauge is the number of automatic label indexes (adaptive_index.go)
+// complete per entry and label key: 1 while the index exists, 0 once dropped; caches of
+// one process that index the same key of the same entry add up.
+var adaptiveIndexesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "deltacache_adaptive_label_indexes",
+	Help: "Label indexes the deltacache cache built by itself, by kind, shape and label key (1 while present).",
+}, adaptiveLabelNames)
+
+// adaptiveIndexBytes is the estimated heap of each automatic label index
+// (labelIndexBytes), refreshed every sweep.
+var adaptiveIndexBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "deltacache_adaptive_label_index_bytes",
+	Help: "Estimated heap bytes of the label indexes the deltacache cache built by itself, by kind, shape and label key.",
+}, adaptiveLabelNames)
+
+var adaptiveLabelNames = []string{"group", "version", "kind", "shape", "key"}
+
+// adaptiveLabels returns the label values of the adaptive index series of key's label
+// key labelKey.
+func adaptiveLabels(key entryKey, labelKey string) []string {
+	return []string{key.gvk.Group, key.gvk.Version, key.gvk.Kind, key.shape.String(), labelKey}
 }
 
 // metricLabels returns the labels of the series of key's informers: what the informers

@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/deltacache/deltacache/pkg/informer"
@@ -111,6 +112,7 @@ func TestDashboardQueriesOnlyMetricsTheRegistryServes(t *testing.T) {
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: configMapsResource}, "", errors.New("no"))
 	api.setListErrorFor(gvkConfigMap, forbidden)
 	c := newTestCache(t, api, crcache.Options{})
+	c.adaptive.settings.largeScan = 1 // the label List below builds an adaptive index
 	startCache(t, c)
 	inf, err := c.GetInformer(testCtx(t), &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
 	if err != nil {
@@ -128,6 +130,11 @@ func TestDashboardQueriesOnlyMetricsTheRegistryServes(t *testing.T) {
 	if err := c.List(testCtx(t), &corev1.ConfigMapList{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.List(testCtx(t), &corev1.ConfigMapList{}, client.MatchingLabels{appLabel: webApp}); err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ := c.informers.peek(entryKey{gvk: gvkConfigMap})
+	_ = pollCheck(t, "the adaptive index", func() error { return nil }, func(error) bool { return len(c.adaptive.readyKeys(e)) == 1 })
 	families := gatherFamilies(t)
 
 	queried := map[string]bool{}

@@ -49,6 +49,16 @@ type Config struct {
 	// namespace index or every object, as controller-runtime does.
 	LabelIndexes []string
 
+	// DisableAdaptiveIndexes turns adaptive label indexes off (WithoutAdaptiveIndexes).
+	// Zero value (false): the cache builds a "label:<key>" index by itself, in the
+	// background, for an informer whose Lists keep scanning for label key: more than 3
+	// scans within a minute, or one scan of 5,000 objects or more (a scan: a List with
+	// an "=", "==" or "in" requirement that no index answers). At most 3 per informer,
+	// none for a key with more than half as many values as objects, dropped after 10
+	// minutes without a List using it; see adaptive_index.go. Keys of LabelIndexes are
+	// indexed up front as before and never automatically.
+	DisableAdaptiveIndexes bool
+
 	// Logger is the logger handed to every informer (through its run context) and used
 	// for the cache's own messages.
 	// Zero value (which logr.Discard() also is): controller-runtime's log.Log named
@@ -171,6 +181,15 @@ type Option func(*Config)
 func WithLabelIndexes(keys ...string) Option {
 	return func(c *Config) {
 		c.LabelIndexes = append(c.LabelIndexes, keys...)
+	}
+}
+
+// WithoutAdaptiveIndexes turns adaptive label indexes off: label selectors on keys
+// not declared with WithLabelIndexes are always answered by a scan, as in
+// controller-runtime (see Config.DisableAdaptiveIndexes).
+func WithoutAdaptiveIndexes() Option {
+	return func(c *Config) {
+		c.DisableAdaptiveIndexes = true
 	}
 }
 

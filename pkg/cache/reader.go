@@ -128,8 +128,9 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 //   - a field selector (MatchingFields): every requirement must be "=" or "==" (else
 //     "non-exact field matches are not supported by the cache"); the first is looked up
 //     in its "field:<name>" index, the others filter; a missing index is an error;
-//   - a label selector with "=", "==" or "in" on keys declared with WithLabelIndexes:
-//     the narrowest "label:<key>" index;
+//   - a label selector with "=", "==" or "in" on keys declared with WithLabelIndexes,
+//     or on keys the cache indexed by itself (see Config.DisableAdaptiveIndexes): the
+//     narrowest "label:<key>" index;
 //   - InNamespace: the namespace index;
 //   - every object of the kind.
 //
@@ -290,6 +291,11 @@ func (c *Cache) planList(e *entry, scopes []*scopedInformer, opts *client.ListOp
 		return listPlan{path: pathFieldIndex, fields: reqs}, nil
 	}
 	if lookups := indexableLabelRequirements(opts.LabelSelector, c.settings.LabelIndexes); len(lookups) > 0 {
+		return listPlan{path: pathLabelIndex, labels: lookups}, nil
+	}
+	// An adaptive index answers, or the List is a scan, which may trigger one.
+	if lookups := c.adaptive.plan(e, scopes, opts); len(lookups) > 0 {
+		c.stats.recordAdaptive(e.key.gvk)
 		return listPlan{path: pathLabelIndex, labels: lookups}, nil
 	}
 	if opts.Namespace != "" {

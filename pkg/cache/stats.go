@@ -44,8 +44,13 @@ func init() {
 // started, unknown namespace, invalid field selector, missing index) count nowhere.
 // The counts cover every shape (typed, unstructured, metadata-only) of the GVK.
 type ListStats struct {
-	// LabelIndex counts Lists answered from a "label:<key>" index (see WithLabelIndexes).
+	// LabelIndex counts Lists answered from a "label:<key>" index, declared with
+	// WithLabelIndexes or built by the cache (adaptive; AdaptiveLabelIndex of them).
 	LabelIndex uint64
+	// AdaptiveLabelIndex counts the Lists of LabelIndex answered from a label index
+	// the cache built by itself (see Config.DisableAdaptiveIndexes). Not exported in
+	// deltacache_cache_lists_total, where they count as "label-index".
+	AdaptiveLabelIndex uint64
 	// FieldIndex counts Lists answered from a "field:<name>" index (MatchingFields).
 	FieldIndex uint64
 	// NamespaceIndex counts Lists of one namespace answered from the namespace index.
@@ -82,6 +87,8 @@ func (p listPath) String() string {
 type listCounters struct {
 	counts   [pathScan + 1]atomic.Uint64
 	exported [pathScan + 1]prometheus.Counter
+	// adaptive counts the label-index Lists answered from an adaptive index.
+	adaptive atomic.Uint64
 }
 
 func newListCounters(gvk schema.GroupVersionKind) *listCounters {
@@ -125,6 +132,12 @@ func (r *listStatsRegistry) record(gvk schema.GroupVersionKind, path listPath) {
 	c.counts[path].Add(1)
 }
 
+// recordAdaptive counts a List of gvk answered from an adaptive label index (recorded
+// as pathLabelIndex too).
+func (r *listStatsRegistry) recordAdaptive(gvk schema.GroupVersionKind) {
+	r.counters(gvk).adaptive.Add(1)
+}
+
 func (r *listStatsRegistry) get(gvk schema.GroupVersionKind) ListStats {
 	r.mu.RLock()
 	c, ok := r.byGVK[gvk]
@@ -133,10 +146,11 @@ func (r *listStatsRegistry) get(gvk schema.GroupVersionKind) ListStats {
 		return ListStats{}
 	}
 	return ListStats{
-		LabelIndex:     c.counts[pathLabelIndex].Load(),
-		FieldIndex:     c.counts[pathFieldIndex].Load(),
-		NamespaceIndex: c.counts[pathNamespaceIndex].Load(),
-		Scan:           c.counts[pathScan].Load(),
+		LabelIndex:         c.counts[pathLabelIndex].Load(),
+		AdaptiveLabelIndex: c.adaptive.Load(),
+		FieldIndex:         c.counts[pathFieldIndex].Load(),
+		NamespaceIndex:     c.counts[pathNamespaceIndex].Load(),
+		Scan:               c.counts[pathScan].Load(),
 	}
 }
 

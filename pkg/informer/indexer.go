@@ -41,6 +41,11 @@ type Indexer struct {
 	// batch is the one writeBatch, reused by every write (under writeMu;
 	// see indexer_write.go).
 	batch writeBatch
+	// changes notes the keys written while a BuildIndex or RemoveIndex runs
+	// (under writeMu; nil otherwise); rebuildMu runs those one at a time.
+	// See indexer_build.go.
+	changes   *changeLog
+	rebuildMu sync.Mutex
 }
 
 // indexFuncs is an immutable, name-sorted set of index functions.
@@ -227,6 +232,7 @@ func (ix *Indexer) Replace(list []any, resourceVersion string) error {
 	if cur := ix.table.Load(); cur.funcs != funcs {
 		next, errs = ix.build(list, cur.funcs, resourceVersion)
 	}
+	ix.changes.invalidate()
 	ix.table.Store(next)
 	return errors.Join(errs...)
 }
@@ -482,6 +488,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	})
 	next.sortSegments()
 	next.indexAll()
+	ix.changes.invalidate()
 	ix.table.Store(next)
 	return errors.Join(errs...)
 }

@@ -12,7 +12,9 @@ import (
 // methods Add, Update, Delete and Bookmark are each a batch of one. So the
 // refiling of index cells, the store's RV bookkeeping and the table's
 // growth are written once, here. Replace and AddIndexers build a new table
-// instead (Indexer.build, AddIndexers in indexer.go).
+// instead (Indexer.build, AddIndexers in indexer.go), and so do BuildIndex
+// and RemoveIndex, which catch up with the keys write and take note in
+// Indexer.changes (indexer_build.go).
 
 // writeBatch is a group of Indexer writes that readers see at once: the
 // informer applies the keys it pops together (the whole initial list, or
@@ -245,6 +247,7 @@ func (ix *Indexer) prepare(key string, obj any, funcs *indexFuncs) prepared {
 // stored, and the errors of failing index functions.
 func (b *writeBatch) write(key string, obj any, v prepared) (old, rec *record, err error) {
 	b.observeRV(obj)
+	b.ix.changes.note(key)
 	h := keyHash(key)
 	slot := b.slotOf(h)
 	e, old, found := b.segment(slot).cellFor(h, key)
@@ -311,6 +314,7 @@ func (b *writeBatch) take(key string) *record {
 	if !found {
 		return nil
 	}
+	b.ix.changes.note(key)
 	p := b.privateSegment(slot, 0)
 	e := p.slots[i].e
 	old := e.rec.Load()

@@ -20,11 +20,12 @@ import (
 //
 // So an update allocates one record, whatever the size of the store.
 //
-// A table is replaced as a whole (Replace, AddIndexers, growth); the writer
-// never changes a table's segments or indexes after publishing its successor.
-// Replace and AddIndexers also give the new table new cells, so a reader
-// holding an old table sees a frozen state whose records match the table's
-// index functions (growth keeps the cells, and the functions).
+// A table is replaced as a whole (Replace, AddIndexers, BuildIndex,
+// RemoveIndex, growth); the writer never changes a table's segments or
+// indexes after publishing its successor. Replace, AddIndexers, BuildIndex
+// and RemoveIndex also give the new table new cells, so a reader holding an
+// old table sees a frozen state whose records match the table's index
+// functions (growth keeps the cells, and the functions).
 type segmentTable struct {
 	funcs    *indexFuncs
 	bits     uint8

@@ -1,0 +1,468 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Background index changes: BuildIndex adds an index and RemoveIndex drops
+// one while an informer writes to the store, holding the writer mutex only
+// for a short catch-up. AddIndexers, by contrast, computes every value under
+// the writer mutex.
+//
+// A rebuild goes in three steps:
+//
+//  1. Under the writer mutex: take the current table t0 as the snapshot and
+//     start a changeLog, in which every later write notes its key (the
+//     writer calls changeLog.note from writeBatch.write and take; Replace
+//     and AddIndexers mark it reset).
+//  2. Without any lock: build a private table of t0's records with the new
+//     index functions (for BuildIndex: the new index's values, decoding
+//     compact records with BuildIndexOptions.ObjectOf), its segments and its
+//     indexes. Then catch-up rounds: take the keys noted so far (a moment
+//     under the writer mutex) and redo them from the current table, until
+//     few are left.
+//  3. Under the writer mutex: redo the last keys noted, give the private
+//     table the current RV and publish it. Readers see the change, complete,
+//     from that instant on, as with AddIndexers.
+//
+// A Replace or AddIndexers during a rebuild changes every record or the
+// index functions: the rebuild starts again from step 1 (at most
+// maxRebuildAttempts times). Rebuilds of one Indexer run one at a time.
+
+// BuildIndexOptions configure Indexer.BuildIndex. The zero value decodes
+// compact records in full and files every value.
+type BuildIndexOptions struct {
+	// ObjectOf returns the object the index function runs on for a record
+	// held encoded, stored under key, during the build (the writer computes
+	// the values of later writes from the objects it receives, as for every
+	// index). A caller whose index function reads little (say, the labels)
+	// can pass a reader cheaper than a full decode; the function must be
+	// safe for concurrent use. An error leaves the object unfiled and is
+	// returned by BuildIndex. Zero value: the Indexer's codec decodes.
+	ObjectOf func(key string, data []byte) (any, error)
+	// Observe is called with the new index's values of every stored object
+	// as the build computes them (from one goroutine, not for the objects
+	// the catch-up redoes); an error abandons the build, which BuildIndex
+	// returns and the store is left as it was. A caller uses it to give up
+	// on an index that would not pay (values unique per object). Zero
+	// value: never abandon.
+	Observe func(values []string) error
+	// LabelsOnly says that fn reads only an object's namespace, name and
+	// labels: when ObjectOf is nil and the codec reads labels from the
+	// encoding (LabelReader), each compact record is given to fn as a
+	// *metav1.PartialObjectMetadata holding those three (strings copied out
+	// of the stored bytes), without decoding the object.
+	LabelsOnly bool
+}
+
+// maxRebuildAttempts is how often a rebuild starts again after a Replace or
+// AddIndexers invalidated it before it gives up.
+const maxRebuildAttempts = 3
+
+// catchUpRounds is the most catch-up rounds a rebuild runs without the
+// writer mutex; finalCatchUp is the number of noted keys at or under which
+// it redoes them under the mutex and publishes at once.
+const (
+	catchUpRounds = 8
+	finalCatchUp  = 64
+)
+
+// changeLog is the set of keys written since a rebuild's snapshot (guarded
+// by the writer mutex). reset: the whole content or the index functions
+// changed (Replace, AddIndexers).
+type changeLog struct {
+	keys  map[string]struct{}
+	reset bool
+}
+
+// note records that key was written; a nil log (no rebuild running) is a
+// no-op, the writer's only cost.
+func (l *changeLog) note(key string) {
+	if l != nil {
+		l.keys[key] = struct{}{}
+	}
+}
+
+// invalidate marks l reset; nil is a no-op.
+func (l *changeLog) invalidate() {
+	if l != nil {
+		l.reset = true
+	}
+}
+
+// tableChange turns records filed for the index functions from into records
+// filed for to.
+type tableChange struct {
+	from, to *indexFuncs
+	// vals returns r's values for every index of to, and for BuildIndex the
+	// new index's values (for Observe) and the error of computing them.
+	vals func(key string, r *record) (v indexValues, added []string, err error)
+}
+
+// BuildIndex adds the index name, computed by fn, and files every stored
+// object in it without blocking the store's writer (an informer's pop loop)
+// for longer than a catch-up of the writes made during the build (see the
+// comment at the top of this file); readers never block. Readers see the
+// index, complete, from one instant on; before that ByIndex(name, ...) is
+// an error, as for any unknown index. The index then behaves exactly as one
+// given to NewIndexer or AddIndexers.
+//
+// It returns an error, and leaves the store as it was, when name exists,
+// ctx ends, opts.Observe abandons the build, or the store was replaced
+// (Replace, AddIndexers) during maxRebuildAttempts builds in a row. Errors
+// of fn or of opts.ObjectOf on stored objects are returned after the index
+// was added (those objects are not filed), as AddIndexers does.
+func (ix *Indexer) BuildIndex(ctx context.Context, name string, fn toolscache.IndexFunc, opts BuildIndexOptions) error {
+	objectOf := opts.ObjectOf
+	if objectOf == nil {
+		objectOf = ix.decode
+		if lr, ok := ix.codec.(LabelReader); ok && opts.LabelsOnly {
+			objectOf = labelsObjectOf(lr, ix.decode)
+		}
+	}
+	return ix.rebuild(ctx, func(from *indexFuncs) (*tableChange, error) {
+		return addChange(from, name, fn, objectOf)
+	}, opts.Observe)
+}
+
+// RemoveIndex drops the index name (any index, also one given to
+// NewIndexer) as BuildIndex adds one: the writer is held only for the
+// catch-up, readers see the index until one instant and not after. It
+// returns an error if there is no such index, or as BuildIndex when ctx
+// ends or the store keeps being replaced.
+func (ix *Indexer) RemoveIndex(ctx context.Context, name string) error {
+	return ix.rebuild(ctx, func(from *indexFuncs) (*tableChange, error) {
+		return removeChange(from, name)
+	}, nil)
+}
+
+// addChange is the tableChange of BuildIndex.
+func addChange(from *indexFuncs, name string, fn toolscache.IndexFunc,
+	objectOf func(string, []byte) (any, error)) (*tableChange, error) {
+	if _, ok := slices.BinarySearch(from.names, name); ok {
+		return nil, fmt.Errorf("indexer conflict: [%s]", name)
+	}
+	all := indexersOf(from)
+	all[name] = fn
+	to := newIndexFuncs(all)
+	pos, _ := slices.BinarySearch(to.names, name)
+	return &tableChange{from: from, to: to, vals: func(key string, r *record) (indexValues, []string, error) {
+		v := indexValues{funcs: to, values: make([][]string, len(to.names))}
+		for i := range to.names {
+			switch {
+			case i < pos:
+				v.values[i] = r.filed(i)
+			case i > pos:
+				v.values[i] = r.filed(i - 1)
+			}
+		}
+		obj := r.obj
+		if r.data != nil {
+			var err error
+			if obj, err = objectOf(key, r.data); err != nil {
+				return v, nil, fmt.Errorf("index %q of key %q: %w", name, key, err)
+			}
+		}
+		added, err := fn(obj)
+		if err != nil {
+			return v, nil, fmt.Errorf("index %q of key %q: %w", name, key, err)
+		}
+		if len(added) > 0 {
+			v.values[pos] = added
+		}
+		return v, added, nil
+	}}, nil
+}
+
+// removeChange is the tableChange of RemoveIndex.
+func removeChange(from *indexFuncs, name string) (*tableChange, error) {
+	pos, ok := slices.BinarySearch(from.names, name)
+	if !ok {
+		return nil, errNoIndex(name)
+	}
+	all := indexersOf(from)
+	delete(all, name)
+	to := newIndexFuncs(all)
+	return &tableChange{from: from, to: to, vals: func(_ string, r *record) (indexValues, []string, error) {
+		v := indexValues{funcs: to, values: make([][]string, len(to.names))}
+		for i := range to.names {
+			if i < pos {
+				v.values[i] = r.filed(i)
+			} else {
+				v.values[i] = r.filed(i + 1)
+			}
+		}
+		return v, nil, nil
+	}}, nil
+}
+
+// errStoreReplaced ends a rebuild whose snapshot a Replace or AddIndexers
+// invalidated maxRebuildAttempts times in a row.
+var errStoreReplaced = errors.New("the store was replaced or re-indexed during every attempt")
+
+// rebuild applies the change mk makes for the current index functions as
+// the comment at the top of this file describes.
+func (ix *Indexer) rebuild(ctx context.Context, mk func(from *indexFuncs) (*tableChange, error),
+	observe func([]string) error) error {
+	ix.rebuildMu.Lock()
+	defer ix.rebuildMu.Unlock()
+	for range maxRebuildAttempts {
+		ix.writeMu.Lock()
+		t0 := ix.table.Load()
+		ch, err := mk(t0.funcs)
+		if err != nil {
+			ix.writeMu.Unlock()
+			return err
+		}
+		log := &changeLog{keys: map[string]struct{}{}}
+		ix.changes = log
+		ix.writeMu.Unlock()
+
+		rb := &rebuildState{ix: ix, ch: ch, errs: map[string]error{}, ed: &edit{}}
+		done, err := rb.run(ctx, t0, log, observe)
+		if done || err != nil {
+			return err
+		}
+	}
+	return errStoreReplaced
+}
+
+// rebuildState is one attempt of a rebuild: its private table and the
+// errors of the values computed so far, by key.
+type rebuildState struct {
+	ix   *Indexer
+	ch   *tableChange
+	next *segmentTable
+	errs map[string]error
+	// ed owns the catch-up's changes to next's indexes.
+	ed *edit
+}
+
+// run builds from t0, catches up with log and publishes; done is false when
+// the attempt was invalidated (start again). The change log is stopped on
+// every return.
+func (rb *rebuildState) run(ctx context.Context, t0 *segmentTable, log *changeLog,
+	observe func([]string) error) (done bool, err error) {
+	ix := rb.ix
+	stop := func() {
+		ix.writeMu.Lock()
+		ix.changes = nil
+		ix.writeMu.Unlock()
+	}
+	if err := rb.fill(ctx, t0, observe); err != nil {
+		stop()
+		return false, err
+	}
+	for round := 0; ; round++ {
+		if err := ctx.Err(); err != nil {
+			stop()
+			return false, err
+		}
+		ix.writeMu.Lock()
+		keys, reset := log.keys, log.reset
+		log.keys = map[string]struct{}{}
+		cur := ix.table.Load()
+		if reset || cur.funcs != rb.ch.from {
+			ix.changes = nil
+			ix.writeMu.Unlock()
+			return false, nil
+		}
+		if len(keys) <= finalCatchUp || round >= catchUpRounds {
+			rb.apply(cur, keys)
+			rb.publish(cur)
+			ix.changes = nil
+			ix.writeMu.Unlock()
+			return true, rb.err()
+		}
+		ix.writeMu.Unlock()
+		// Outside the mutex: a key written again meanwhile is noted again.
+		rb.apply(ix.table.Load(), keys)
+	}
+}
+
+// fill builds rb.next from t0's records (no lock held).
+func (rb *rebuildState) fill(ctx context.Context, t0 *segmentTable, observe func([]string) error) error {
+	next := newSegmentTable(rb.ch.to, int(t0.size.Load()), "")
+	n := 0
+	for i := range t0.segments {
+		for _, se := range t0.segments[i].Load().slots {
+			r := se.e.rec.Load()
+			if r == nil {
+				continue // deleted meanwhile: noted
+			}
+			v, added, err := rb.ch.vals(se.key, r)
+			if err != nil {
+				rb.errs[se.key] = err
+			}
+			if observe != nil {
+				if err := observe(added); err != nil {
+					return err
+				}
+			}
+			rec, _ := newRecord(r.obj, r.data, nil, v)
+			next.fill(se.key, rec)
+			if n++; n%256 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	next.sortSegments()
+	next.indexAll()
+	rb.next = next
+	return nil
+}
+
+// apply redoes keys in rb.next from their records in cur (none: deleted).
+// If cur's index functions are not the change's, it does nothing: the
+// caller's next round starts the rebuild again.
+func (rb *rebuildState) apply(cur *segmentTable, keys map[string]struct{}) {
+	if cur.funcs != rb.ch.from {
+		return
+	}
+	for key := range keys {
+		r := cur.get(key)
+		if r == nil {
+			rb.next.removePrivate(key, rb.ed)
+			delete(rb.errs, key)
+			continue
+		}
+		v, _, err := rb.ch.vals(key, r)
+		if err != nil {
+			rb.errs[key] = err
+		} else {
+			delete(rb.errs, key)
+		}
+		rec, _ := newRecord(r.obj, r.data, nil, v)
+		rb.next.putPrivate(key, rec, rb.ed)
+	}
+}
+
+// publish makes rb.next the Indexer's table with cur's RV (writer mutex
+// held).
+func (rb *rebuildState) publish(cur *segmentTable) {
+	rb.ed.trim()
+	rb.next.rv.Store(cur.rv.Load())
+	rb.ix.table.Store(rb.next)
+}
+
+// err joins the errors of the values filed, in key order.
+func (rb *rebuildState) err() error {
+	keys := slices.Sorted(maps.Keys(rb.errs))
+	errs := make([]error, 0, len(keys))
+	for _, key := range keys {
+		errs = append(errs, rb.errs[key])
+	}
+	return errors.Join(errs...)
+}
+
+// putPrivate stores rec under key in t, which no reader sees yet, changing
+// its segments and indexes in place (index nodes under ed).
+func (t *segmentTable) putPrivate(key string, rec *record, ed *edit) {
+	h := keyHash(key)
+	slot := t.segmentOf(h)
+	s := slot.Load()
+	var e *cell
+	var old *record
+	if i, ok := s.search(h, key); ok {
+		e = s.slots[i].e
+		old = e.rec.Load()
+	} else {
+		e = &cell{}
+		if s == emptySegment {
+			s = &segment{}
+			slot.Store(s)
+		}
+		s.slots = append(s.slots, segmentSlot{hash: h, key: key, e: e})
+		t.size.Add(1)
+	}
+	e.rec.Store(rec)
+	t.account(old, rec)
+	t.refilePrivate(key, e, old, rec, ed)
+}
+
+// removePrivate deletes key from t, which no reader sees yet.
+func (t *segmentTable) removePrivate(key string, ed *edit) {
+	h := keyHash(key)
+	slot := t.segmentOf(h)
+	s := slot.Load()
+	i, ok := s.search(h, key)
+	if !ok {
+		return
+	}
+	e := s.slots[i].e
+	old := e.rec.Load()
+	e.rec.Store(nil)
+	s.slots = slices.Delete(s.slots, i, i+1)
+	t.size.Add(-1)
+	t.account(old, nil)
+	t.refilePrivate(key, e, old, nil, ed)
+}
+
+// refilePrivate moves e in t's indexes from old's values to rec's, in place.
+func (t *segmentTable) refilePrivate(key string, e *cell, old, rec *record, ed *edit) {
+	idx := t.indices.Load()
+	for i := range idx.byName {
+		idx.byName[i] = refileIndex(ed, idx.byName[i], key, e, old.filed(i), rec.filed(i))
+	}
+}
+
+// IndexStats returns the number of distinct values of the index name and
+// the number of (value, object) entries filed under them; ok is false when
+// there is no such index. It walks the index (O(values)), takes no lock.
+func (ix *Indexer) IndexStats(name string) (values, entries int, ok bool) {
+	_, idx, ok := ix.table.Load().index(name)
+	if !ok {
+		return 0, 0, false
+	}
+	idx.each(func(_ string, b bucket) bool {
+		entries += b.Len()
+		return true
+	})
+	return idx.Len(), entries, true
+}
+
+// IndexCount returns how many objects are filed under value in the index
+// name (0 when there is no such index) without reading them: an upper
+// bound while a write that moves an object between values is in flight.
+func (ix *Indexer) IndexCount(name, value string) int {
+	_, idx, ok := ix.table.Load().index(name)
+	if !ok {
+		return 0
+	}
+	b, _ := idx.get(value)
+	return b.Len()
+}
+
+// labelsObjectOf returns an ObjectOf that reads a record's labels with lr
+// into a PartialObjectMetadata named after its key, and decodes with decode
+// the records whose labels lr cannot read.
+func labelsObjectOf(lr LabelReader, decode func(key string, data []byte) (any, error)) func(string, []byte) (any, error) {
+	return func(key string, data []byte) (any, error) {
+		pairs, err := lr.AppendLabels(nil, data)
+		if err != nil {
+			return decode(key, data)
+		}
+		namespace, name, err := toolscache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			return decode(key, data)
+		}
+		var set map[string]string
+		if len(pairs) > 0 {
+			set = make(map[string]string, len(pairs)/2)
+			for i := 0; i+1 < len(pairs); i += 2 { // a later pair of a key wins
+				set[strings.Clone(pairs[i])] = strings.Clone(pairs[i+1])
+			}
+		}
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: set}}, nil
+	}
+}
