@@ -152,6 +152,7 @@ limitations under the License.
 //	list_items.go                filling a List's Items (deep copies written in place)
 //	field_index.go               IndexField, "field:<name>" indexes and their lookups
 //	label_index.go               "label:<key>" indexes (WithLabelIndexes) and their lookups
+//	adaptive_index.go            automatic "label:<key>" indexes for the keys Lists scan for
 //	stats.go                     ListStats: the path each List took, and its counter
 //	read_your_writes.go          read your writes: WaitForResourceVersion, WaitForDeletion
 //	sync_errors.go               errors that keep informers from syncing: SyncError, SyncErrors

@@ -34,6 +34,9 @@
 //	informer.go               SharedIndexInformer: the pop loop (store first, then handlers), resync
 //	indexer_write.go          the Indexer's one write path: batches (a single write is a batch of one)
 //	indexer.go                the Indexer: lock-free reads, Replace, AddIndexers
+//	indexer_select.go         Select: a read that checks labels and index values before decoding
+//	label_print.go            the label print of each cell: a Bloom filter Select checks first
+//	indexer_build.go          BuildIndex, RemoveIndex: an index added or dropped without holding the writer
 //	segment_table.go          the Indexer's content: per-key cells in copy-on-write segments
 //	hash_trie.go              the persistent hash trie (CHAMP) of the Indexer's indexes
 //	handler_queue.go          HandlerRegistration: one goroutine and one merging queue per handler

@@ -44,6 +44,8 @@ type encodedObject struct {
 	// ShardSelector.Hash), kept for the DeltaFIFO's filter.
 	namespace string
 	uid       types.UID
+	// print is the object's labelPrint, stored in its cell.
+	print labelPrint
 }
 
 // encodeEarly returns what the DeltaFIFO queues for obj, received by the
@@ -63,7 +65,7 @@ func (ix *Indexer) encodeEarly(obj runtime.Object, keep bool) any {
 		return obj
 	}
 	e := &encodedObject{key: key, rv: m.GetResourceVersion(), vals: ix.table.Load().funcs.compute(obj),
-		namespace: m.GetNamespace(), uid: m.GetUID()}
+		namespace: m.GetNamespace(), uid: m.GetUID(), print: printOfLabels(m.GetLabels())}
 	e.data = ix.encode(key, obj)
 	if keep || e.data == nil {
 		e.obj = obj

@@ -253,7 +253,7 @@ func (ix *Indexer) build(list []any, funcs *indexFuncs, rv string) (*segmentTabl
 			errs = append(errs, err)
 		}
 		rec, _ := newRecord(obj, ix.encode(key, obj), nil, vals)
-		t.fill(key, rec)
+		t.fill(key, rec, printOf(obj))
 	}
 	t.sortSegments()
 	t.indexAll()
@@ -483,7 +483,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 			}
 		}
 		rec, _ := newRecord(r.obj, r.data, nil, vals)
-		next.fill(key, rec)
+		next.fill(key, rec, printOf(obj))
 		return true
 	})
 	next.sortSegments()

@@ -308,7 +308,7 @@ func (rb *rebuildState) fill(ctx context.Context, t0 *segmentTable, observe func
 				}
 			}
 			rec, _ := newRecord(r.obj, r.data, nil, v)
-			next.fill(se.key, rec)
+			next.fill(se.key, rec, labelPrint(se.e.print.Load()))
 			if n++; n%256 == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
@@ -330,7 +330,12 @@ func (rb *rebuildState) apply(cur *segmentTable, keys map[string]struct{}) {
 		return
 	}
 	for key := range keys {
-		r := cur.get(key)
+		var r *record
+		var print labelPrint
+		if e := cur.cellOf(key); e != nil {
+			print = labelPrint(e.print.Load())
+			r = e.rec.Load()
+		}
 		if r == nil {
 			rb.next.removePrivate(key, rb.ed)
 			delete(rb.errs, key)
@@ -343,7 +348,7 @@ func (rb *rebuildState) apply(cur *segmentTable, keys map[string]struct{}) {
 			delete(rb.errs, key)
 		}
 		rec, _ := newRecord(r.obj, r.data, nil, v)
-		rb.next.putPrivate(key, rec, rb.ed)
+		rb.next.putPrivate(key, rec, print, rb.ed)
 	}
 }
 
@@ -367,7 +372,7 @@ func (rb *rebuildState) err() error {
 
 // putPrivate stores rec under key in t, which no reader sees yet, changing
 // its segments and indexes in place (index nodes under ed).
-func (t *segmentTable) putPrivate(key string, rec *record, ed *edit) {
+func (t *segmentTable) putPrivate(key string, rec *record, print labelPrint, ed *edit) {
 	h := keyHash(key)
 	slot := t.segmentOf(h)
 	s := slot.Load()
@@ -385,6 +390,7 @@ func (t *segmentTable) putPrivate(key string, rec *record, ed *edit) {
 		s.slots = append(s.slots, segmentSlot{hash: h, key: key, e: e})
 		t.size.Add(1)
 	}
+	e.print.Store(uint64(print))
 	e.rec.Store(rec)
 	t.account(old, rec)
 	t.refilePrivate(key, e, old, rec, ed)

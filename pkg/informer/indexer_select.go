@@ -59,6 +59,7 @@ func (ix *Indexer) Select(from Candidates, sel Selection) ([]any, error) {
 	if sel.Labels != nil && !sel.Labels.Empty() {
 		s.labels = sel.Labels
 		s.reader, _ = ix.codec.(LabelReader)
+		s.query = printQueryOf(sel.Labels)
 	}
 	for _, f := range sel.Filed {
 		i, ok := slices.BinarySearch(t.funcs.names, f.Index)
@@ -67,10 +68,15 @@ func (ix *Indexer) Select(from Candidates, sel Selection) ([]any, error) {
 		}
 		s.filed = append(s.filed, filedValue{index: i, value: f.Value})
 	}
-	if from.Index == "" {
+	switch {
+	case from.Index == "" && s.query != nil:
+		t.eachCell(s.visitCell)
+	case from.Index == "":
 		t.each(s.visit)
-	} else if err := s.fromIndex(t, from); err != nil {
-		return nil, err
+	default:
+		if err := s.fromIndex(t, from); err != nil {
+			return nil, err
+		}
 	}
 	yieldAfter(s.visited)
 	return s.out, s.err
@@ -81,8 +87,11 @@ type selectState struct {
 	ix     *Indexer
 	labels labels.Selector // nil: no label check
 	reader LabelReader     // nil: labels checked on the decoded object
-	filed  []filedValue
-	limit  int
+	// query rejects, from the cell's labelPrint alone, the objects that
+	// cannot match labels (nil: labels has no =, == or in requirement).
+	query printQuery
+	filed []filedValue
+	limit int
 	// view holds the labels of the record being checked, reused from one
 	// record to the next.
 	view    labelView
@@ -116,6 +125,10 @@ func (s *selectState) fromIndex(t *segmentTable, from Candidates) error {
 	for _, v := range from.Values {
 		b, _ := idx.get(v)
 		b.each(func(key string, e *cell) bool {
+			if s.query != nil && !s.query.mayMatch(labelPrint(e.print.Load())) {
+				s.visited++
+				return true
+			}
 			r := e.rec.Load()
 			if !r.filedUnder(i, v) {
 				return true
@@ -134,6 +147,19 @@ func (s *selectState) fromIndex(t *segmentTable, from Candidates) error {
 		}
 	}
 	return nil
+}
+
+// visitCell is visit for a cell: an object its labelPrint rules out is
+// passed over without loading its record.
+func (s *selectState) visitCell(key string, e *cell) bool {
+	if !s.query.mayMatch(labelPrint(e.print.Load())) {
+		s.visited++
+		return true
+	}
+	if r := e.rec.Load(); r != nil {
+		return s.visit(key, r)
+	}
+	return true
 }
 
 // visit checks key's record r and keeps its object if it is selected; it

@@ -224,9 +224,10 @@ func (b *writeBatch) swap(key string, obj any) (old, rec *record, err error) {
 // prepared is what a write keeps of an object: the object held decoded (nil
 // when data holds its encoding), the encoding, and its index values.
 type prepared struct {
-	obj  any
-	data []byte
-	vals indexValues
+	obj   any
+	data  []byte
+	vals  indexValues
+	print labelPrint
 }
 
 // prepare returns what a write of obj under key stores, with index values
@@ -236,9 +237,9 @@ type prepared struct {
 func (ix *Indexer) prepare(key string, obj any, funcs *indexFuncs) prepared {
 	if e, ok := obj.(*encodedObject); ok {
 		o, data, vals := ix.stored(e, funcs)
-		return prepared{obj: o, data: data, vals: vals}
+		return prepared{obj: o, data: data, vals: vals, print: e.print}
 	}
-	return prepared{obj: obj, data: ix.encode(key, obj), vals: funcs.compute(obj)}
+	return prepared{obj: obj, data: ix.encode(key, obj), vals: funcs.compute(obj), print: printOf(obj)}
 }
 
 // write stores v under key (v.vals computed with the batch table's
@@ -254,6 +255,7 @@ func (b *writeBatch) write(key string, obj any, v prepared) (old, rec *record, e
 	rec, changed := newRecord(v.obj, v.data, old, v.vals)
 	// The record first, then the indexes (at commit): a reader that finds
 	// the cell in a bucket checks that the record it loads is filed there.
+	e.print.Store(uint64(v.print))
 	e.rec.Store(rec)
 	b.t.account(old, rec)
 	if !found {

@@ -54,6 +54,11 @@ type bucket = trie[*cell]
 // is deleted (a deleted key gets a new cell if it comes back).
 type cell struct {
 	rec atomic.Pointer[record]
+	// print is the labelPrint of the current record's object (0: none),
+	// stored before the record by the writer; a reader may see the print of
+	// the previous or the next record with a record, which gives it either
+	// state of the key (see labelPrint).
+	print atomic.Uint64
 }
 
 // segment is an immutable run of cells (a few, in no particular order).
@@ -152,12 +157,32 @@ func (t *segmentTable) segmentOf(h uint64) *atomic.Pointer[segment] {
 
 // get returns key's record, or nil.
 func (t *segmentTable) get(key string) *record {
+	if e := t.cellOf(key); e != nil {
+		return e.rec.Load()
+	}
+	return nil
+}
+
+// cellOf returns the cell of key, nil if t does not hold key.
+func (t *segmentTable) cellOf(key string) *cell {
 	h := keyHash(key)
 	s := t.segmentOf(h).Load()
 	if i, ok := s.search(h, key); ok {
-		return s.slots[i].e.rec.Load()
+		return s.slots[i].e
 	}
 	return nil
+}
+
+// eachCell calls fn for every stored key and its cell until fn returns
+// false; the cell's record may be nil (deleted meanwhile).
+func (t *segmentTable) eachCell(fn func(key string, e *cell) bool) {
+	for i := range t.segments {
+		for _, se := range t.segments[i].Load().slots {
+			if !fn(se.key, se.e) {
+				return
+			}
+		}
+	}
 }
 
 // each calls fn for every stored key and its record until fn returns false.
@@ -214,7 +239,7 @@ func (s *segment) without(i int) *segment {
 
 // fill adds a key with a new cell holding rec to a table that no reader
 // sees yet, without copying segments; call sortSegments when done.
-func (t *segmentTable) fill(key string, rec *record) {
+func (t *segmentTable) fill(key string, rec *record, print labelPrint) {
 	h := keyHash(key)
 	slot := t.segmentOf(h)
 	s := slot.Load()
@@ -223,6 +248,7 @@ func (t *segmentTable) fill(key string, rec *record) {
 		slot.Store(s)
 	}
 	e := &cell{}
+	e.print.Store(uint64(print))
 	e.rec.Store(rec)
 	s.slots = append(s.slots, segmentSlot{hash: h, key: key, e: e})
 	t.size.Add(1)
@@ -287,6 +313,7 @@ func (t *segmentTable) cloned(n int64, ed *edit) *segmentTable {
 		}
 		for _, se := range cells {
 			e := &cell{}
+			e.print.Store(se.e.print.Load())
 			e.rec.Store(se.e.rec.Load())
 			if moved != nil {
 				moved[se.e] = e

@@ -23,6 +23,10 @@
 //	quantity_restore.go  quantityPlan: puts back the Quantity strings that a Marshal
 //	                     caches in the object it encodes (unsafe)
 //	cbor.go              CBOR and UnstructuredCBOR
+//	protobuf_labels.go   Protobuf.AppendLabels: metadata.labels read from the bytes (unsafe
+//	                     strings aliasing them)
+//	cbor_labels.go       CBOR.AppendLabels, UnstructuredCBOR.AppendLabels: the same for CBOR
+//	doc.go               this overview and the contract
 //
 // # Ownership and aliasing
 //
