@@ -47,8 +47,9 @@ const (
 	// workloads it is pkg/informer's SharedIndexInformer with the namespace and
 	// label:app indexes.
 	Deltacache Contender = "deltacache"
-	// DeltacacheDefaults is pkg/cache.New with its defaults (no label index: label
-	// Lists scan the namespace or every object, as controller-runtime does).
+	// DeltacacheDefaults is pkg/cache.New with its defaults (no label index declared:
+	// the first label Lists scan the namespace or every object, then the adaptive
+	// label index the cache builds for the key answers them).
 	DeltacacheDefaults Contender = "deltacache-defaults"
 	// DeltacacheCompact is pkg/cache.NewWith(WithStorage(StorageCompact)): compact
 	// storage also for the kinds StorageAuto holds decoded (typed CRD types), so that

@@ -45,7 +45,7 @@ func ContenderTitle(c Contender) string {
 	case Deltacache:
 		return "deltacache"
 	case DeltacacheDefaults:
-		return "deltacache, no label index"
+		return "deltacache, nothing configured"
 	case DeltacacheCompact:
 		return "deltacache, every kind compact"
 	case ControllerRuntime:
@@ -127,7 +127,9 @@ func (rep Report) Markdown() string {
 	p("Contenders:\n\n")
 	p("- **deltacache**: `cache.NewWith(cache.WithLabelIndexes(\"app\"))` (its defaults plus the label index " +
 		"the label Lists use); in B1–B5 `pkg/informer`'s SharedIndexInformer and Indexer.\n")
-	p("- **deltacache, no label index**: `cache.New` with its defaults (section A only).\n")
+	p("- **deltacache, nothing configured**: `cache.New` with its defaults (section A only): no label index " +
+		"declared; its first label Lists scan (checking each object's label print and stored labels before " +
+		"decoding), then the adaptive label index it builds in the background for the key answers them.\n")
 	p("- **controller-runtime** (CR): `cache.New` with its defaults; **CR-strip**: with " +
 		"`DefaultTransform: cache.TransformStripManagedFields()`. Both run client-go's informer, so B1–B5 " +
 		"(the informer pipeline) measure client-go for them.\n")
