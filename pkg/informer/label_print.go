@@ -1,6 +1,8 @@
 package informer
 
 import (
+	"hash/maphash"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -38,18 +40,16 @@ func printOf(obj any) labelPrint {
 	return printOfLabels(m.GetLabels())
 }
 
-// pairBits returns the two bits of the pair key=value (FNV-1a over key, a
-// zero byte and value).
+// printSeed seeds the pair hashes: prints live in one process only (they are
+// recomputed whenever an object is stored), so a per-process seed serves.
+var printSeed = maphash.MakeSeed()
+
+// pairBits returns the two bits of the pair key=value: the key's and the
+// value's hashes (hash/maphash, hardware-assisted) mixed, two 6-bit fields of
+// the mix taken modulo 63.
 func pairBits(key, value string) labelPrint {
-	const offset, prime = 14695981039346656037, 1099511628211
-	h := uint64(offset)
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint64(key[i])) * prime
-	}
-	h *= prime // the separator, a zero byte
-	for i := 0; i < len(value); i++ {
-		h = (h ^ uint64(value[i])) * prime
-	}
+	h := maphash.String(printSeed, key) ^ maphash.String(printSeed, value)*0x9E3779B97F4A7C15
+	h ^= h >> 29
 	return 1<<(h%63) | 1<<((h>>32)%63)
 }
 
