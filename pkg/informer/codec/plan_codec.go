@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -43,6 +45,7 @@ type Plan struct {
 const (
 	pcTypeMetaShared   = 0 // the codec's typeMeta
 	pcTypeMetaExplicit = 1 // apiVersion and kind follow as strings
+	pcTypeMetaEmpty    = 2 // none (as the items of a typed list have)
 )
 
 // NewPlan returns the Plan codec of example's Go type, a pointer to a struct.
@@ -72,7 +75,10 @@ func (c *Plan) Encode(obj any) ([]byte, error) {
 		return nil, fmt.Errorf("plan codec of %v cannot encode %T", c.root.typ, obj)
 	}
 	base := v.UnsafePointer()
-	e := pcEncoder{buf: make([]byte, 0, 256)}
+	scratch := pcScratch.Get().(*[]byte)
+	defer pcScratch.Put(scratch)
+	e := pcEncoder{buf: (*scratch)[:0]}
+	defer func() { *scratch = e.buf[:0] }()
 	if c.root.hasTypeMeta {
 		tm := (*metav1.TypeMeta)(unsafe.Add(base, c.root.typeMeta))
 		shared := c.typeMeta.Load()
@@ -80,9 +86,12 @@ func (c *Plan) Encode(obj any) ([]byte, error) {
 			c.typeMeta.CompareAndSwap(nil, &metav1.TypeMeta{APIVersion: tm.APIVersion, Kind: tm.Kind})
 			shared = c.typeMeta.Load()
 		}
-		if shared != nil && *tm == *shared {
+		switch {
+		case shared != nil && *tm == *shared:
 			e.buf = append(e.buf, pcTypeMetaShared)
-		} else {
+		case *tm == (metav1.TypeMeta{}):
+			e.buf = append(e.buf, pcTypeMetaEmpty)
+		default:
 			e.buf = append(e.buf, pcTypeMetaExplicit)
 			e.str(tm.APIVersion)
 			e.str(tm.Kind)
@@ -91,8 +100,12 @@ func (c *Plan) Encode(obj any) ([]byte, error) {
 	if err := e.fields(c.root.fields, base); err != nil {
 		return nil, err
 	}
-	return e.buf[:len(e.buf):len(e.buf)], nil
+	// A copy of the exact length: the Indexer holds it for the object's life.
+	return slices.Clone(e.buf), nil
 }
+
+// pcScratch holds the buffers Encode builds encodings in before it copies them.
+var pcScratch = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // Decode returns a new *T decoded from data. Its strings alias data, which
 // must never be modified afterwards; its []byte fields are copies. An error
@@ -155,6 +168,8 @@ func (c *Plan) typeMetaInto(d *pcDecoder, base unsafe.Pointer) error {
 		}
 		tm.Kind, err = d.str()
 		return err
+	case pcTypeMetaEmpty:
+		return nil
 	}
 	return errPCBadByte
 }
@@ -183,7 +198,7 @@ func (c *Plan) AppendLabels(dst []string, data []byte) ([]string, error) {
 			if err != nil {
 				return dst, err
 			}
-		} else if b != pcTypeMetaShared {
+		} else if b != pcTypeMetaShared && b != pcTypeMetaEmpty {
 			return dst, errPCBadByte
 		}
 	}

@@ -198,6 +198,16 @@ func TestPlanAppendLabelsReadsTheLabelsFromTheBytes(t *testing.T) {
 	must(t, err)
 	equalStrings(t, "no labels", got, nil)
 
+	bare.TypeMeta, bare.Labels = metav1.TypeMeta{}, map[string]string{"only": "one"}
+	data, err = c.Encode(bare)
+	must(t, err)
+	if data[0] != pcTypeMetaEmpty {
+		t.Fatalf("first byte %d, want an empty TypeMeta", data[0])
+	}
+	got, err = c.AppendLabels(nil, data)
+	must(t, err)
+	equalStrings(t, "labels after an empty TypeMeta", got, []string{"only", "one"})
+
 	if _, err := c.AppendLabels([]string{"x"}, data[:0]); err == nil {
 		t.Error("AppendLabels of no bytes succeeded")
 	}
