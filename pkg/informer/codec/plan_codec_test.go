@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -322,4 +323,51 @@ func FuzzPlanCodecRoundTrip(f *testing.F) {
 			t.Fatalf("decode(encode(x)) differs:\n got %#v\nwant %#v", got, &b)
 		}
 	})
+}
+
+// Codecs of one type built, encoding and decoding on many goroutines at once
+// (plans are built once and published complete; the shared TypeMeta is set
+// once): every decode equals its object. Run with -race.
+func TestPlanIsSafeForConcurrentPlanningEncodingAndDecoding(t *testing.T) {
+	type fresh struct {
+		metav1.TypeMeta
+		metav1.ObjectMeta
+		Spec bigSpec
+	}
+	typ := reflect.TypeFor[fresh]()
+	want := serverBig(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			root, err := pcRootOf(typ)
+			if err != nil {
+				errs <- err
+				return
+			}
+			c := &Plan{root: root}
+			for range 50 {
+				obj := &fresh{TypeMeta: want.TypeMeta, ObjectMeta: want.ObjectMeta, Spec: want.Spec}
+				data, err := c.Encode(obj)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := c.Decode(data)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !reflect.DeepEqual(got, obj) {
+					errs <- errors.New("a concurrent decode differs from its object")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
