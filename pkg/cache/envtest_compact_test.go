@@ -133,7 +133,7 @@ func compactKinds() []compactKind {
 			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{appLabel: "web"}},
 				Data: map[string][]byte{"key": bytes.Repeat([]byte{0, 1, 2, 255}, 1024)}, Type: corev1.SecretTypeOpaque}
 		}},
-		{"apps (typed CRD, CBOR)", func() client.ObjectList { return &demov1alpha1.AppList{} }, func(ns, name string) client.Object {
+		{"apps (typed CRD, Plan)", func() client.ObjectList { return &demov1alpha1.AppList{} }, func(ns, name string) client.Object {
 			return &demov1alpha1.App{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{appLabel: "web"}},
 				Spec: demov1alpha1.AppSpec{Selector: name, MinReady: 2}}
 		}},

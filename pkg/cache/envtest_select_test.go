@@ -34,8 +34,8 @@ import (
 
 // Lists that select (label selectors of every operator, two field requirements,
 // Limit) return what controller-runtime's cache returns, from deltacache's compact
-// storage (protobuf, CBOR for unstructured and, under StorageCompact, for the typed
-// CRD App) and decoded storage, for typed, unstructured and metadata-only lists: the
+// storage (protobuf, CBOR for unstructured, the Plan codec for the typed CRD App)
+// and decoded storage, for typed, unstructured and metadata-only lists: the
 // selection made before decoding (Indexer.Select) changes nothing a caller sees.
 func TestEnvtestSelectingListsMatchControllerRuntime(t *testing.T) {
 	requireEnv(t)

@@ -276,15 +276,18 @@ type StorageMode string
 const (
 	// StorageAuto (the zero value) holds objects compact where that wins, measured
 	// (docs/benchmarks.md): built-in kinds as protobuf, metadata-only objects as
-	// protobuf, unstructured objects as CBOR; typed objects of kinds without protobuf
-	// (CRD types) decoded. A kind read with UnsafeDisableDeepCopy (by its ByObject,
+	// protobuf, unstructured objects as CBOR, typed objects of kinds without protobuf
+	// (CRD types) in the Plan codec's encoding, planned from their Go type
+	// (codec.Plan), or decoded if their type holds what it cannot plan (an interface
+	// or an unexported field). A kind read with UnsafeDisableDeepCopy (by its ByObject,
 	// DefaultNamespaces entry or DefaultUnsafeDisableDeepCopy) is held decoded: its
 	// readers chose to share the cache's objects. So is every kind while the mutation
 	// detector is on (Config.MutationDetector): it looks for code that modifies objects
 	// shared with the cache, and only decoded storage shares them.
 	StorageAuto StorageMode = ""
 	// StorageCompact holds the kind's objects encoded whatever its shape (typed CRD
-	// types as CBOR) and also when it is read with UnsafeDisableDeepCopy.
+	// types in the Plan codec's encoding, or as CBOR if their type holds what it
+	// cannot plan) and also when it is read with UnsafeDisableDeepCopy.
 	StorageCompact StorageMode = "Compact"
 	// StorageDecoded holds the kind's objects decoded, as controller-runtime's cache.
 	StorageDecoded StorageMode = "Decoded"

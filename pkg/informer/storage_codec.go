@@ -3,7 +3,7 @@ package informer
 // StorageCodec turns the objects an Indexer stores into a compact serialized
 // form and back (compact storage, Options.StorageCodec); the decode on every
 // read replaces a reader's deep copy. Package codec has the implementations
-// (codec.NewProtobuf, codec.NewCBOR, codec.NewUnstructuredCBOR) and their
+// (codec.NewProtobuf, codec.NewPlan, codec.NewCBOR, codec.NewUnstructuredCBOR) and their
 // aliasing contract. Implementations must be safe for concurrent use.
 type StorageCodec interface {
 	// Encode returns the compact form of obj. It must not keep obj or
@@ -28,7 +28,7 @@ type DecoderInto interface {
 
 // LabelReader is implemented by StorageCodecs that can read an object's
 // labels (metadata.labels) from its encoding without decoding the rest
-// (codec.Protobuf, codec.CBOR, codec.UnstructuredCBOR), so that
+// (codec.Protobuf, codec.Plan, codec.CBOR, codec.UnstructuredCBOR), so that
 // Indexer.Select checks a label selector before it decodes.
 type LabelReader interface {
 	// AppendLabels appends the labels of the object encoded in data to dst

@@ -10,7 +10,10 @@
 //
 //	Protobuf          built-in kinds (k8s.io/api) and metadata-only objects:
 //	                  the generated Marshal, decoded by our plan-driven decoder
-//	CBOR              typed objects without generated protobuf code (CRD types)
+//	Plan              typed objects without generated protobuf code (CRD types):
+//	                  our own encoding, planned from the Go type by reflection
+//	CBOR              typed objects whose type Plan cannot plan (an interface or
+//	                  an unexported field), under StorageCompact
 //	UnstructuredCBOR  *unstructured.Unstructured
 //
 // The files:
@@ -22,6 +25,12 @@
 //	                     each field in place (unsafe)
 //	quantity_restore.go  quantityPlan: puts back the Quantity strings that a Marshal
 //	                     caches in the object it encodes (unsafe)
+//	plan_codec.go        Plan: NewPlan, Encode, Decode, DecodeInto, AppendLabels (unsafe)
+//	plan_codec_plan.go   its plans: per Go type, the values' ops and offsets, nested
+//	                     structs flattened, ObjectMeta (Labels first) leading
+//	plan_codec_encode.go pcEncoder: follows a plan over a value, appends its encoding (unsafe)
+//	plan_codec_decode.go pcDecoder: follows a plan over the bytes, writes each value in
+//	                     place (unsafe)
 //	cbor.go              CBOR and UnstructuredCBOR
 //	protobuf_labels.go   Protobuf.AppendLabels: metadata.labels read from the bytes (unsafe
 //	                     strings aliasing them)
@@ -33,10 +42,10 @@
 // The bytes. Encode returns a new slice that the caller owns; the codec keeps
 // no reference to it. Once the caller has passed the bytes to Decode or
 // DecodeInto, it must not modify them for as long as any object decoded from
-// them lives, because a Protobuf-decoded object points into them. The Indexer
+// them lives, because a Protobuf- or Plan-decoded object points into them. The Indexer
 // stores the slice and never writes to it.
 //
-// What a decoded object shares with the bytes. With Protobuf, every string of
+// What a decoded object shares with the bytes. With Protobuf and Plan, every string of
 // the object (string fields, elements of string slices, the keys and values of
 // string maps, the string a resource.Quantity caches) points into the bytes:
 // it is not copied. Nothing else does: []byte fields are copies, and slices,
@@ -89,4 +98,15 @@
 // values through reflect. The tests compare the decoder with the generated
 // Unmarshal on random, server-shaped, truncated and corrupted input
 // (protobuf_decoder_test.go, FuzzProtoDecoderMatchesGenerated).
+//
+// plan_codec_encode.go and plan_codec_decode.go read and write each value at
+// the address of its struct plus the field's offset, both from package reflect
+// for the planned type (Encode and DecodeInto check that the object is a
+// non-nil pointer to the codec's type); every pointed-to value, slice backing
+// array and map is allocated by reflect (or make) with the type its plan was
+// built for. The unexported fields of resource.Quantity are reached at offsets
+// the planner reads and checks by name and kind, and it refuses the type if
+// they change. The decoder checks every length against the bytes left before
+// it allocates, so bytes Encode did not return give an error, never a panic
+// (plan_codec_test.go, FuzzPlanCodecRoundTrip).
 package codec

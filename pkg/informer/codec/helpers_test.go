@@ -18,7 +18,7 @@ var (
 	_ storageCodec = UnstructuredCBOR{}
 )
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
