@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/deltacache/deltacache/pkg/informer"
 )
@@ -56,6 +58,8 @@ import (
 //
 //	go test ./pkg/cache -run '^$' -bench EventToHandler -benchtime 10s -count 5
 func BenchmarkEventToHandler(b *testing.B) {
+	// controller-runtime's cache logs through its global logger, unset here.
+	ctrllog.SetLogger(logr.Discard())
 	for _, rate := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("rate-%d", rate), func(b *testing.B) {
 			// Room for two minutes of events; -benchtime beyond that is refused.
