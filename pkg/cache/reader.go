@@ -81,12 +81,21 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if key.Namespace != "" {
 		storeKey = key.Namespace + "/" + key.Name
 	}
-	if done, err := s.getInto(storeKey, out, gvk); done || err != nil {
-		return err
-	}
-	item, exists, err := s.indexer.GetByKey(storeKey)
-	if err != nil {
-		return err
+	var item any
+	var exists bool
+	for attempt := 0; ; attempt++ {
+		if done, err := s.getInto(storeKey, out, gvk); done || err != nil {
+			return err
+		}
+		if item, exists, err = s.indexer.GetByKey(storeKey); err != nil {
+			return err
+		}
+		// A sharded kind's miss while the key's delta is being applied (its store
+		// write published, the batch not done) is read again once it is: whether
+		// the absence is final (NotFound) or not (ErrNotInShard) is known then.
+		if exists || attempt > 0 || !c.isSharded(gvk) || !s.informer.AwaitApplied(storeKey, shardedMissWait) {
+			break
+		}
 	}
 	if !exists {
 		if c.isSharded(gvk) {

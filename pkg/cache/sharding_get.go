@@ -17,6 +17,8 @@ limitations under the License.
 package cache
 
 import (
+	"time"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +26,10 @@ import (
 	"github.com/deltacache/deltacache/pkg/informer"
 	"github.com/deltacache/deltacache/pkg/shard"
 )
+
+// shardedMissWait bounds how long a Get that missed a sharded kind's key waits for
+// the batch applying a delta of that key (informer.SharedIndexInformer.AwaitApplied).
+const shardedMissWait = time.Second
 
 // notHeldError is the error of a Get of key (storeKey in the store), of the sharded
 // kind gvk, that inf's store does not hold: NotFound (as for a kind that is not

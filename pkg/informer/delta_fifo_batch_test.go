@@ -554,3 +554,44 @@ func TestPopBatchTombstoneCarriesStoredStateAfterBatch(t *testing.T) {
 	tomb := toolscache.DeletedFinalStateUnknown{Key: "a/x", Obj: pod("a", "x", "3")}
 	equalStrings(t, "x", got["a/x"], []string{"Deleted:" + describe(tomb)})
 }
+
+// awaitNotInFlight waits while a batch holding the key is being processed
+// (the store may already show its write) and reports that it waited; a key
+// only queued, or unknown, is not waited for. A sharded Get that missed a key
+// whose delete was being applied reads again after it (pkg/cache): before,
+// it answered ErrNotInShard instead of NotFound in that window.
+func TestAwaitNotInFlightWaitsForTheBatchHoldingTheKey(t *testing.T) {
+	f := newDeltaFIFO(deltaFIFOOptions{KeyFunction: toolscache.MetaNamespaceKeyFunc})
+	must(t, f.Add(pod("a", "x", "1")))
+	must(t, f.Add(pod("a", "y", "2")))
+	b := startBatch(t, f, 1, nil) // a/x in flight, a/y queued
+	if f.awaitNotInFlight("a/y", time.Second) {
+		t.Error("waited for a/y, which is only queued")
+	}
+	if f.awaitNotInFlight("a/z", time.Second) {
+		t.Error("waited for a/z, which is unknown")
+	}
+	released := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		released <- time.Now()
+		close(b.release)
+	}()
+	if !f.awaitNotInFlight("a/x", 5*time.Second) {
+		t.Fatal("did not wait for a/x, in flight")
+	}
+	must(t, <-b.done)
+	if at := <-released; time.Now().Before(at) {
+		t.Error("returned before the batch was released")
+	}
+	if f.pending("a/x") {
+		t.Error("a/x pending after the wait")
+	}
+	// Bounded: a batch that never ends is waited for at most the timeout.
+	c := startBatch(t, f, 1, nil) // a/y
+	start := time.Now()
+	if !f.awaitNotInFlight("a/y", 30*time.Millisecond) || time.Since(start) > 2*time.Second {
+		t.Errorf("wait for a batch held in process: %v", time.Since(start))
+	}
+	c.finish(t)
+}

@@ -1,6 +1,10 @@
 package informer
 
-import toolscache "k8s.io/client-go/tools/cache"
+import (
+	"time"
+
+	toolscache "k8s.io/client-go/tools/cache"
+)
 
 // SetFilter makes sel the FIFO's shard filter (nil admits everything) and
 // evicts what it no longer admits, in one step under the queue lock:
@@ -63,6 +67,35 @@ func (f *deltaFIFO) SetFilter(sel *ShardSelector) []string {
 func (f *deltaFIFO) admitsLocked(obj any) bool {
 	return f.filter.admits(obj)
 }
+
+// awaitNotInFlight polls, every awaitPoll and at most timeout, until key is
+// not in a batch being processed; it reports whether key was in flight at
+// the first look. Batches apply in microseconds to milliseconds (a whole
+// relist: up to a few hundred), and only a read that missed waits.
+func (f *deltaFIFO) awaitNotInFlight(key string, timeout time.Duration) bool {
+	f.mu.Lock()
+	inFlight := f.inFlightLocked(key)
+	f.mu.Unlock()
+	if !inFlight {
+		return false
+	}
+	// Wall-clock time, not the informer's clock: a brief wait of a read, which a
+	// fake clock must not see.
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		time.Sleep(awaitPoll)
+		f.mu.Lock()
+		inFlight = f.inFlightLocked(key)
+		f.mu.Unlock()
+		if !inFlight {
+			break
+		}
+	}
+	return true
+}
+
+// awaitPoll is awaitNotInFlight's polling interval.
+const awaitPoll = 100 * time.Microsecond
 
 // pending reports whether a delta of key is queued or being processed: the
 // store's entry of key may be about to change. SharedIndexInformer.ShardHolds

@@ -42,6 +42,16 @@ func (s *SharedIndexInformer) ShardHolds(key string) (*ShardSelector, bool) {
 	return sel, ok && !s.fifo.pending(key)
 }
 
+// AwaitApplied waits, at most timeout, while a batch holding a delta of key
+// is being applied (popped, not yet processed), and reports whether it
+// waited. A reader that found key absent while its delta was in flight reads
+// again after it: the store's answer is then final for that delta (see
+// ShardHolds, which counts an in-flight key as pending). A key only queued is
+// not waited for.
+func (s *SharedIndexInformer) AwaitApplied(key string, timeout time.Duration) bool {
+	return s.fifo.awaitNotInFlight(key, timeout)
+}
+
 // ServerSharding reports what the informer learnt of the server's support
 // for shardSelector (ServerShardingUnknown before its first sharded list).
 func (s *SharedIndexInformer) ServerSharding() ServerSharding {
