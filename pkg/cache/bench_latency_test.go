@@ -32,7 +32,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -224,40 +223,11 @@ func startLatencyDeltacache(b *testing.B, feed *eventFeed) {
 // whose Pod informer (client-go's) watches feed, and registers feed's handler.
 func startLatencyControllerRuntime(b *testing.B, feed *eventFeed) {
 	b.Helper()
-	var objects atomic.Pointer[[]kruntime.Object]
-	initial := benchObjects()
-	objects.Store(&initial)
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(context.Context, metav1.ListOptions) (kruntime.Object, error) {
-			listed := *objects.Load()
-			items := make([]corev1.Pod, len(listed))
-			for i, obj := range listed {
-				items[i] = *obj.(*corev1.Pod).DeepCopy()
-			}
-			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: items}, nil
-		},
-		WatchFuncWithContext: feed.watch,
-	}
-	c, err := crcache.New(&rest.Config{Host: unreachableHost}, crcache.Options{
-		Mapper: testMapper(),
-		NewInformer: func(_ toolscache.ListerWatcher, obj kruntime.Object, resync time.Duration,
-			indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-			return toolscache.NewSharedIndexInformer(listOnly{lw}, obj, resync, indexers)
-		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = c.Start(ctx); close(done) }()
-	b.Cleanup(func() { cancel(); <-done })
-	if !c.WaitForCacheSync(ctx) {
-		b.Fatal("controller-runtime's cache did not start")
-	}
+	objects := benchObjects()
+	c := crCacheOn(b, &objects, feed.watch)
 	registerLatencyHandler(b, c, feed)
-	objects.Store(&[]kruntime.Object{}) // the store is the only holder of the pods
-	clear(initial)
+	clear(objects) // the store is the only holder of the pods (a relist would list none)
+	objects = objects[:0]
 	runtime.GC()
 }
 

@@ -190,34 +190,7 @@ func BenchmarkTypedApps(b *testing.B) {
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var ourTime, theirTime time.Duration
-			var ourBytes, theirBytes uint64
-			var m runtime.MemStats
-			reads := 0
-			for b.Loop() {
-				runtime.ReadMemStats(&m)
-				startBytes := m.TotalAlloc
-				start := time.Now()
-				if err := bc.read(ours); err != nil {
-					b.Fatal(err)
-				}
-				ourTime += time.Since(start)
-				runtime.ReadMemStats(&m)
-				midBytes := m.TotalAlloc
-				mid := time.Now()
-				if err := bc.read(theirs); err != nil {
-					b.Fatal(err)
-				}
-				theirTime += time.Since(mid)
-				runtime.ReadMemStats(&m)
-				ourBytes += midBytes - startBytes
-				theirBytes += m.TotalAlloc - midBytes
-				reads++
-			}
-			b.ReportMetric(float64(ourTime.Nanoseconds())/float64(reads), "deltacache-ns/read")
-			b.ReportMetric(float64(theirTime.Nanoseconds())/float64(reads), "controller-runtime-ns/read")
-			b.ReportMetric(float64(theirTime)/float64(ourTime), "speedup-x")
-			b.ReportMetric(float64(ourBytes)/float64(theirBytes), "alloc-ratio-x")
+			interleaved(b, "read", func() error { return bc.read(ours) }, func() error { return bc.read(theirs) })
 		})
 	}
 }

@@ -118,10 +118,7 @@ func candidatesByLabels(indexer *informer.Indexer, lookups []labelLookup, namesp
 	sel informer.Selection) ([]any, error) {
 	objs, err := candidatesByLabelIndexes(indexer, lookups, namespace, sel)
 	if err != nil && slices.ContainsFunc(lookups, func(l labelLookup) bool { return l.auto }) {
-		if namespace != "" {
-			return indexer.Select(informer.Candidates{Index: toolscache.NamespaceIndex, Values: []string{namespace}}, sel)
-		}
-		return indexer.Select(informer.Candidates{}, sel)
+		return candidatesOfScope(indexer, namespace, sel)
 	}
 	return objs, err
 }

@@ -81,21 +81,15 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if key.Namespace != "" {
 		storeKey = key.Namespace + "/" + key.Name
 	}
-	var item any
-	var exists bool
-	for attempt := 0; ; attempt++ {
-		if done, err := s.getInto(storeKey, out, gvk); done || err != nil {
-			return err
-		}
-		if item, exists, err = s.indexer.GetByKey(storeKey); err != nil {
-			return err
-		}
-		// A sharded kind's miss while the key's delta is being applied (its store
-		// write published, the batch not done) is read again once it is: whether
-		// the absence is final (NotFound) or not (ErrNotInShard) is known then.
-		if exists || attempt > 0 || !c.isSharded(gvk) || !s.informer.AwaitApplied(storeKey, shardedMissWait) {
-			break
-		}
+	item, exists, done, err := s.lookup(storeKey, out, gvk)
+	// A sharded kind's miss while the key's delta is being applied (its store write
+	// published, the batch not done) is read again once it is: whether the absence is
+	// final (NotFound) or not (ErrNotInShard) is known then.
+	if err == nil && !done && !exists && c.isSharded(gvk) && s.informer.AwaitApplied(storeKey, shardedMissWait) {
+		item, exists, done, err = s.lookup(storeKey, out, gvk)
+	}
+	if done || err != nil {
+		return err
 	}
 	if !exists {
 		if c.isSharded(gvk) {
@@ -145,8 +139,8 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 //
 // The label selector then filters the candidates, Limit stops after that many matches
 // (both checked on the stored records, before decoding: labels are read from the
-// stored bytes, and only the items returned are decoded), and each item is deep-copied with its GVK set unless UnsafeDisableDeepCopy is in
-// effect (as for Get). Items replace the list's previous items; the continue token is
+// stored bytes, and only the items returned are decoded), and each item is deep-copied
+// with its GVK set unless UnsafeDisableDeepCopy is in effect (as for Get). Items replace the list's previous items; the continue token is
 // "continue-not-supported" and Continue is an error. ListStats records the path taken.
 // With several namespaces configured, a List without namespace concatenates them (in
 // namespace order) and a namespace that is not cached is an error.
@@ -321,11 +315,18 @@ func (p *listPlan) candidates(indexer *informer.Indexer, namespace string, sel i
 		return candidatesByFields(indexer, p.fields, namespace, sel)
 	case pathLabelIndex:
 		return candidatesByLabels(indexer, p.labels, namespace, sel)
-	case pathNamespaceIndex:
-		return indexer.Select(informer.Candidates{Index: toolscache.NamespaceIndex, Values: []string{namespace}}, sel)
-	default:
-		return indexer.Select(informer.Candidates{}, sel)
+	default: // pathNamespaceIndex, pathScan
+		return candidatesOfScope(indexer, namespace, sel)
 	}
+}
+
+// candidatesOfScope returns what sel keeps of namespace's objects (the namespace index),
+// or of every object when namespace is "".
+func candidatesOfScope(indexer *informer.Indexer, namespace string, sel informer.Selection) ([]any, error) {
+	if namespace != "" {
+		return indexer.Select(informer.Candidates{Index: toolscache.NamespaceIndex, Values: []string{namespace}}, sel)
+	}
+	return indexer.Select(informer.Candidates{}, sel)
 }
 
 // objectTypeForListObject returns the element GVK of list and a fresh object of the
@@ -362,6 +363,18 @@ func disableDeepCopy(scopeDefault bool, perCall *bool) bool {
 		return *perCall
 	}
 	return scopeDefault
+}
+
+// lookup reads storeKey: into out when getInto can (done), else the stored item and
+// whether it exists.
+func (s *scopedInformer) lookup(storeKey string, out client.Object, gvk schema.GroupVersionKind) (
+	item any, exists, done bool, err error,
+) {
+	if done, err = s.getInto(storeKey, out, gvk); done || err != nil {
+		return nil, false, done, err
+	}
+	item, exists, err = s.indexer.GetByKey(storeKey)
+	return item, exists, false, err
 }
 
 // getInto answers a Get of a compact store by decoding the stored bytes straight into

@@ -26,6 +26,36 @@ func namespaceInSlot(prefix string, slot int) string {
 	}
 }
 
+// servingNamespaceShardedConfigMaps starts a cache over api whose ConfigMaps are
+// sharded by namespace, makes it serve slot (calling serveSlots itself: the ring cannot
+// reach an API server), and waits until its ConfigMap informer's shard settled.
+func servingNamespaceShardedConfigMaps(t *testing.T, api *fakeAPI, slot int) (*Cache, *informer.SharedIndexInformer) {
+	t.Helper()
+	c := newTestCache(t, api, crcache.Options{}, WithSharding(Sharding{
+		Ring:        shard.Options{Namespace: "ops", Name: "demo", Identity: "replica-0"},
+		ByNamespace: []client.Object{&corev1.ConfigMap{}},
+	}))
+	ctx := testCtx(t)
+	inf, err := c.GetInformer(ctx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startCache(t, c)
+	var serve shard.Slots
+	serve.Add(slot)
+	if err := c.serveSlots(ctx, serve); err != nil {
+		t.Fatal(err)
+	}
+	cms := inf.(*informer.SharedIndexInformer)
+	eventually(t, 5*time.Second, func() error {
+		if !cms.ShardSettled() {
+			return errors.New("the shard is not settled")
+		}
+		return nil
+	})
+	return c, cms
+}
+
 // getError is the error of a Get of namespace/name as a ConfigMap.
 func getError(t *testing.T, c *Cache, namespace, name string) error {
 	t.Helper()
@@ -52,28 +82,7 @@ func TestNamespaceShardedGetOfAnAbsentKeyIsNotFoundOnlyWhereTheReplicaHoldsTheNa
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "5"}}
 	}
 	api := newFakeAPI(t, ns(mine), ns(theirs), configMap(mine, "x", nil), configMap(theirs, "x", nil))
-	c := newTestCache(t, api, crcache.Options{}, WithSharding(Sharding{
-		Ring:        shard.Options{Namespace: "ops", Name: "demo", Identity: "replica-0"},
-		ByNamespace: []client.Object{&corev1.ConfigMap{}},
-	}))
-	ctx := testCtx(t)
-	inf, err := c.GetInformer(ctx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	startCache(t, c)
-	var serve shard.Slots
-	serve.Add(slot)
-	if err := c.serveSlots(ctx, serve); err != nil { // the ring cannot reach its API server
-		t.Fatal(err)
-	}
-	cms := inf.(*informer.SharedIndexInformer)
-	eventually(t, 5*time.Second, func() error {
-		if !cms.ShardSettled() {
-			return errors.New("the shard of team-a is not settled")
-		}
-		return nil
-	})
+	c, cms := servingNamespaceShardedConfigMaps(t, api, slot)
 	if err := getError(t, c, mine, "x"); err != nil {
 		t.Fatalf("Get of %s/x held: %v", mine, err)
 	}
@@ -175,38 +184,16 @@ func TestNamespaceShardedGetStaysNotFoundWhenSlotsChangeButNotTheNamespaces(t *t
 	mine := "team-a"
 	slot := shard.SlotOfNamespace(mine)
 	other := (slot + 1) % shard.NumSlots // no namespace of the test is in it
-	if shard.SlotOfNamespace("team-a") == other {
-		t.Fatal("team-a is in both slots")
-	}
 	api := newFakeAPI(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mine, ResourceVersion: "5"}},
 		configMap(mine, "x", nil))
-	c := newTestCache(t, api, crcache.Options{}, WithSharding(Sharding{
-		Ring:        shard.Options{Namespace: "ops", Name: "demo", Identity: "replica-0"},
-		ByNamespace: []client.Object{&corev1.ConfigMap{}},
-	}))
-	ctx := testCtx(t)
-	inf, err := c.GetInformer(ctx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	startCache(t, c)
-	var serve shard.Slots
-	serve.Add(slot)
-	if err := c.serveSlots(ctx, serve); err != nil {
-		t.Fatal(err)
-	}
-	cms := inf.(*informer.SharedIndexInformer)
-	eventually(t, 5*time.Second, func() error {
-		if !cms.ShardSettled() {
-			return errors.New("the shard of team-a is not settled")
-		}
-		return nil
-	})
+	c, cms := servingNamespaceShardedConfigMaps(t, api, slot)
 	if err := getError(t, c, mine, "absent"); !apierrors.IsNotFound(err) {
 		t.Fatalf("Get of %s/absent = %v, want NotFound", mine, err)
 	}
+	var serve shard.Slots
+	serve.Add(slot)
 	serve.Add(other)
-	if err := c.serveSlots(ctx, serve); err != nil {
+	if err := c.serveSlots(testCtx(t), serve); err != nil {
 		t.Fatal(err)
 	}
 	if !cms.ShardSettled() {

@@ -17,31 +17,27 @@ import (
 // found in bursts after its faults, when the store caught up on many deletes
 // during a check.
 type checkRemovals struct {
-	// running counts the checks running, read without the lock by note.
+	// running counts the checks running (changed under mu, read without it by
+	// note); keys is nil when none runs.
 	running atomic.Int32
 	mu      sync.Mutex
-	// active counts the checks running; keys is nil when none is.
-	active int
-	keys   map[string]struct{}
+	keys    map[string]struct{}
 }
 
 // begin starts recording for one check; end must follow.
 func (c *checkRemovals) begin() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.active++
-	if c.keys == nil {
+	if c.running.Add(1) == 1 {
 		c.keys = make(map[string]struct{})
 	}
-	c.running.Add(1)
 }
 
 // end stops recording for one check; the record goes with the last one.
 func (c *checkRemovals) end() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.running.Add(-1)
-	if c.active--; c.active == 0 {
+	if c.running.Add(-1) == 0 {
 		c.keys = nil
 	}
 }

@@ -580,10 +580,11 @@ func TestAwaitNotInFlightWaitsForTheBatchHoldingTheKey(t *testing.T) {
 	if !f.awaitNotInFlight("a/x", 5*time.Second) {
 		t.Fatal("did not wait for a/x, in flight")
 	}
-	must(t, <-b.done)
-	if at := <-released; time.Now().Before(at) {
-		t.Error("returned before the batch was released")
+	returned := time.Now()
+	if at := <-released; returned.Before(at) {
+		t.Errorf("returned %v before the batch was released", at.Sub(returned))
 	}
+	must(t, <-b.done)
 	if f.pending("a/x") {
 		t.Error("a/x pending after the wait")
 	}

@@ -456,7 +456,11 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	// Existing objects keep their computed values; only the new functions run.
 	next := newSegmentTable(funcs, int(cur.size.Load()), *cur.rv.Load())
 	var errs []error
-	cur.each(func(key string, r *record) bool {
+	cur.eachCell(func(key string, e *cell) bool {
+		r := e.rec.Load()
+		if r == nil {
+			return true
+		}
 		obj := r.obj
 		if r.data != nil {
 			var err error
@@ -483,7 +487,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 			}
 		}
 		rec, _ := newRecord(r.obj, r.data, nil, vals)
-		next.fill(key, rec, printOf(obj))
+		next.fill(key, rec, labelPrint(e.print.Load())) // the labels did not change
 		return true
 	})
 	next.sortSegments()
