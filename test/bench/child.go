@@ -51,6 +51,8 @@ const (
 	WorkloadFootprint = "footprint"
 	// WorkloadSharding measures one replica, sharded or not, of section E.
 	WorkloadSharding = "sharding"
+	// WorkloadOperator runs the demo operator's manager (section O).
+	WorkloadOperator = "operator"
 )
 
 // ChildSpec is what one child process measures. Fields a workload does not use are
@@ -77,6 +79,8 @@ type ChildSpec struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// Kind is the kind of section C (KindSecret, KindApp, KindAppUnstructured).
 	Kind string `json:"kind,omitempty"`
+	// ReadyFile is the file the operator child creates once its cache synced.
+	ReadyFile string `json:"readyFile,omitempty"`
 	// Shard is the ring membership of a sharded replica of section E (sharding).
 	Shard ShardReplica `json:"shard,omitzero"`
 }
@@ -119,6 +123,13 @@ func RunChild(ctx context.Context, spec ChildSpec) (Values, error) {
 			return nil, err
 		}
 		return ShardWorkload{Contender: spec.Contender, Config: cfg, Replica: spec.Shard}.Run(ctx)
+	case WorkloadOperator:
+		cfg, err := restConfigFromFile(spec.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		return OperatorWorkload{Contender: spec.Contender, Config: cfg, ReadyFile: spec.ReadyFile,
+			Commands: os.Stdin}.Run(ctx)
 	case WorkloadFootprint:
 		return MeasureFootprint(spec.Pods)
 	case WorkloadSync:

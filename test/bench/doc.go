@@ -31,7 +31,10 @@ limitations under the License.
 //	sharding*.go       E: R = 1–4 uid-sharded replicas at once on a ShardedListAndWatch
 //	                   server (sharding.go: figures and a round's sum; _workload: one
 //	                   replica's child; _run: gated server, Leases, the R children; _report)
-//	measure.go         heap after GC, VmHWM, timing loops
+//	operator*.go       O: the demo operator's manager on each cache under pod churn
+//	                   (operator.go: the child and its figures; _churn: the pod changes
+//	                   and the App watch that times them; _run: server, Apps, rounds)
+//	measure.go         heap after GC, VmHWM, VmRSS, timing loops
 //	child.go           every measurement runs in a child process of the bench binary
 //	plan.go, run.go    sizes (default and quick), sections, the order of the run
 //	results.go         medians and paired ratios

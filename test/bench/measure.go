@@ -64,7 +64,11 @@ func HeapGrowth(before, after MemSnapshot) float64 {
 
 // PeakRSS returns the process's peak resident set size in bytes (VmHWM of
 // /proc/self/status, Linux only).
-func PeakRSS() (float64, error) {
+func PeakRSS() (float64, error) { return procStatusBytes("VmHWM:") }
+
+// procStatusBytes returns the field of /proc/self/status named by prefix (a size in kB,
+// such as "VmHWM:" or "VmRSS:") in bytes.
+func procStatusBytes(prefix string) (float64, error) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0, err
@@ -73,12 +77,12 @@ func PeakRSS() (float64, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "VmHWM:") {
+		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
-		fields := strings.Fields(strings.TrimPrefix(line, "VmHWM:"))
+		fields := strings.Fields(strings.TrimPrefix(line, prefix))
 		if len(fields) != 2 || fields[1] != "kB" {
-			return 0, fmt.Errorf("unexpected VmHWM line %q", line)
+			return 0, fmt.Errorf("unexpected %s line %q", prefix, line)
 		}
 		kb, err := strconv.ParseFloat(fields[0], 64)
 		if err != nil {
@@ -89,7 +93,7 @@ func PeakRSS() (float64, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+	return 0, fmt.Errorf("no %s in /proc/self/status", prefix)
 }
 
 // TimeOp calls op(i) for i = 0, 1, ... until at least minIters calls and minDuration

@@ -47,6 +47,10 @@ type Options struct {
 	StoreDuration time.Duration
 	// ListPods is the number of pods of the in-process List workload.
 	ListPods int
+	// OperatorRate is the pod changes per second of section O's churn, and
+	// OperatorChurn how long it lasts.
+	OperatorRate  float64
+	OperatorChurn time.Duration
 	// OpTime is the minimum time over which one read figure is averaged.
 	OpTime time.Duration
 	// Seed seeds the choice of keys and label values read.
@@ -72,6 +76,7 @@ func DefaultOptions() Options {
 		Keys: 10_000, KeysLarge: 100_000, KeysHuge: 1_000_000, Events: 1_000_000,
 		StoreReaders: 10, StoreDuration: 2 * time.Second,
 		ListPods: 100_000, OpTime: 500 * time.Millisecond, Seed: 1,
+		OperatorRate: 50, OperatorChurn: 90 * time.Second,
 	}
 }
 
@@ -83,6 +88,7 @@ func QuickOptions() Options {
 		Keys: 1_000, KeysLarge: 10_000, KeysHuge: 20_000, Events: 100_000,
 		StoreReaders: 10, StoreDuration: 500 * time.Millisecond,
 		ListPods: 10_000, OpTime: 100 * time.Millisecond, Seed: 1,
+		OperatorRate: 20, OperatorChurn: 10 * time.Second,
 	}
 }
 
@@ -102,6 +108,8 @@ type Section struct {
 	Description string
 	Contenders  []Contender
 	Figures     []Figure
+	// EveryOurs gives every deltacache contender its ratio columns (not only Ours).
+	EveryOurs bool
 }
 
 // Ours is the deltacache configuration the section's ratios are computed for:
@@ -171,6 +179,7 @@ func syncFigures() []Figure {
 func (o Options) Sections() []Section {
 	pipeline := []Contender{Deltacache, ClientGo}
 	return []Section{
+		operatorSection(o),
 		{
 			ID:    SectionAPIServer,
 			Title: fmt.Sprintf("A. Real API server: %d pods", o.APIPods),

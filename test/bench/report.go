@@ -94,6 +94,12 @@ func (rep Report) Markdown() string {
 	p("Regenerate with `make bench` (`make bench BENCH_QUICK=1` for a quick development run that writes to "+
 		"`bin/bench-quick/` instead). This run took %s.\n\n", formatDuration(rep.Info.Duration))
 
+	for _, s := range o.Sections() {
+		if s.ID == SectionOperator && rep.Results[SectionOperator] != nil {
+			rep.section(&b, s)
+		}
+	}
+
 	p("## Setup\n\n")
 	p("| | |\n| --- | --- |\n")
 	p("| Machine | %s |\n", m)
@@ -166,6 +172,9 @@ func (rep Report) Markdown() string {
 	}
 
 	for _, s := range o.Sections() {
+		if s.ID == SectionOperator {
+			continue // at the top
+		}
 		if s.ID == SectionSharding {
 			rep.shardingSection(&b, s)
 			continue
@@ -284,26 +293,48 @@ func (rep Report) section(b *strings.Builder, s Section) {
 		p("Skipped: %s\n\n", rep.Info.APIServerSkipped)
 		return
 	}
-	var peers []Contender
+	if s.ID == SectionOperator && rep.Info.OperatorSkipped != "" {
+		p("Skipped: %s\n\n", rep.Info.OperatorSkipped)
+		return
+	}
+	type column struct{ ours, peer Contender }
+	var ratios []column
 	for _, c := range Peers {
-		if slices.Contains(s.Contenders, c) {
-			peers = append(peers, c)
+		if !slices.Contains(s.Contenders, c) {
+			continue
+		}
+		if !s.EveryOurs {
+			ratios = append(ratios, column{s.Ours(), c})
+			continue
+		}
+		for _, ours := range s.Contenders {
+			if !slices.Contains(Peers, ours) {
+				ratios = append(ratios, column{ours, c})
+			}
 		}
 	}
 	p("| Figure |")
 	for _, c := range s.Contenders {
 		p(" %s |", ContenderTitle(c))
 	}
-	for _, c := range peers {
-		p(" deltacache / %s |", shortTitle(c))
+	for _, col := range ratios {
+		if s.EveryOurs {
+			p(" %s / %s |", shortTitle(col.ours), shortTitle(col.peer))
+		} else {
+			p(" deltacache / %s |", shortTitle(col.peer))
+		}
 	}
-	p("\n| --- |%s%s\n", strings.Repeat(" ---: |", len(s.Contenders)), strings.Repeat(" ---: |", len(peers)))
+	p("\n| --- |%s%s\n", strings.Repeat(" ---: |", len(s.Contenders)), strings.Repeat(" ---: |", len(ratios)))
 	for _, f := range s.Figures {
 		arrow := ""
 		if f.HigherIsBetter {
 			arrow = " ↑"
 		}
-		p("| %s (%s)%s |", f.Title, f.Unit, arrow)
+		unit := ""
+		if f.Unit != "" {
+			unit = " (" + f.Unit + ")"
+		}
+		p("| %s%s%s |", f.Title, unit, arrow)
 		for _, c := range s.Contenders {
 			if v, ok := rep.Results.Median(s.ID, f.ID, c); ok {
 				p(" %s |", formatNumber(v))
@@ -311,8 +342,8 @@ func (rep Report) section(b *strings.Builder, s Section) {
 				p(" — |")
 			}
 		}
-		for _, c := range peers {
-			if r, ok := rep.Results.Ratio(s.ID, f.ID, s.Ours(), c); ok {
+		for _, col := range ratios {
+			if r, ok := rep.Results.Ratio(s.ID, f.ID, col.ours, col.peer); ok {
 				p(" %s |", formatNumber(r))
 			} else {
 				p(" — |")

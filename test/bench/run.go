@@ -57,6 +57,10 @@ type RunInfo struct {
 	// is how long creating its server's pods took.
 	ShardingSkipped      string
 	ShardingSeedDuration time.Duration
+	// OperatorSkipped is why section O did not run ("" if it ran);
+	// OperatorSeedDuration is how long creating its pods and Apps took.
+	OperatorSkipped      string
+	OperatorSeedDuration time.Duration
 	// Duration is the wall time of the whole run.
 	Duration time.Duration
 }
@@ -84,6 +88,15 @@ func (r *Runner) Run(ctx context.Context) (Results, RunInfo, error) {
 		}
 		info.ShardingSkipped = err.Error()
 		r.logf("section E skipped: %v", err)
+	}
+	if !o.RunsSection(SectionOperator) {
+		info.OperatorSkipped = "not among the sections asked for"
+	} else if err := r.runOperator(ctx, results, &info); err != nil {
+		if !errors.Is(err, ErrNoAssets) {
+			return nil, info, err
+		}
+		info.OperatorSkipped = err.Error()
+		r.logf("section O skipped: %v", err)
 	}
 	if err := r.runInProcess(ctx, results); err != nil {
 		return nil, info, err

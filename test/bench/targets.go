@@ -68,6 +68,12 @@ func Targets(o Options) []Target {
 		return t
 	}
 	return []Target{
+		defaults(cost("The operator end to end: manager CPU ≤ 0.7× on controller-runtime's cache (nothing configured)",
+			SectionOperator, FigOpCPU, ControllerRuntime, 0.7)),
+		defaults(cost("The operator end to end: peak RSS ≤ 0.5× (nothing configured)",
+			SectionOperator, FigOpPeakRSS, ControllerRuntime, 0.5)),
+		defaults(cost("The operator end to end: reconcile latency p99 ≤ 1.0× (nothing configured)",
+			SectionOperator, FigOpLatP99, ControllerRuntime, 1.0)),
 		defaults(cost("Heap per pod after sync ≤ 0.25× controller-runtime's default (deltacache's defaults)",
 			SectionAPIServer, FigHeapPerPod, ControllerRuntime, 0.25)),
 		defaults(cost("Heap per pod after sync ≤ 0.35× controller-runtime with TransformStripManagedFields",
