@@ -140,8 +140,9 @@ soak: envtest ## Fault-injection soak (SOAK_DURATION, SOAK_SEED); writes docs/re
 # `make bench` measures deltacache against controller-runtime's cache and client-go's informer and
 # writes docs/benchmarks.md and docs/benchmarks.png: 20k pods on an envtest API server, the same
 # pods on a second one with ShardedListAndWatch for 1–4 sharded replicas (section E), the demo
-# operator's manager on each cache under pod churn on a third (section O), then in-process workloads (well under 30 minutes on 2 cores). BENCH_QUICK=1 runs small sizes once and
-# writes to bin/bench-quick/ instead. BENCH_ARGS adds flags of test/bench/cmd (e.g. -runs 10).
+# operator's manager on each cache under pod churn on a third (section O), then in-process
+# workloads (about 30 minutes on 2 cores). BENCH_QUICK=1 runs small sizes once and writes to
+# bin/bench-quick/ instead. BENCH_ARGS adds flags of test/bench/cmd (e.g. -runs 10).
 .PHONY: bench
 bench: envtest $(LOCALBIN) ## Benchmark deltacache against its peers; writes docs/benchmarks.md (BENCH_QUICK=1: quick run).
 	cd test/bench && go build -o "$(LOCALBIN)/bench" ./cmd
