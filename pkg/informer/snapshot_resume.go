@@ -21,16 +21,20 @@ import (
 //
 // Catching up: the server's current resourceVersion R is read first (a
 // consistent LIST of one object). Then a watch from the snapshot's
-// resourceVersion, with bookmarks and a 2 s timeout (the API server sends a
-// bookmark 2 s before a watch's deadline, so it comes within about a second
+// resourceVersion, with bookmarks and a 3 s timeout (the API server's watch
+// cache sends a bookmark 2 s before a watch's deadline, and none to a watch
+// whose deadline is less than 2 s away when it opens: k8s.io/apiserver
+// v0.37 cacheWatcher.nextBookmarkTime; so it comes after about a second
 // even for a kind that did not change), replays every change since the
 // snapshot onto the staging set, re-opened from the last resourceVersion
 // seen until an event or bookmark at R or later arrived: the set then is
 // the server's state at that resourceVersion, which is at least as new as
 // the moment the informer started.
 //
-// When the server no longer has the snapshot's resourceVersion (410), or
-// the snapshot is older than Snapshot.MaxAge, a metadata-only LIST
+// When the server no longer has the snapshot's resourceVersion (410), the
+// snapshot's resourceVersion is newer than the server's (another history:
+// etcd restored from a backup), or the snapshot is older than
+// Snapshot.MaxAge, a metadata-only LIST
 // (consistent, paginated) is compared with the set by uid and
 // resourceVersion: keys the server no longer has are dropped, objects added
 // or changed are fetched with Get (through the same admit path as listed
@@ -50,8 +54,9 @@ import (
 // before the hand-off drops the set and lists cold.
 
 const (
-	// catchUpWatchSeconds is the server-side timeout of a catch-up watch.
-	catchUpWatchSeconds = 2
+	// catchUpWatchSeconds is the server-side timeout of a catch-up watch:
+	// the shortest that gets the API server's pre-deadline bookmark.
+	catchUpWatchSeconds = 3
 	// catchUpTimeout bounds the whole catch-up; past it the informer lists cold.
 	catchUpTimeout = 30 * time.Second
 	// appendInitialPart is how many staged objects go to the DeltaFIFO at once.
@@ -62,6 +67,7 @@ var (
 	errCatchUpTimeout = errors.New("the watch did not reach the server's resourceVersion in time")
 	errNoDiff         = errors.New("no metadata diff configured (Snapshot.ListMetadata and Get)")
 	errSnapshotTooOld = errors.New("snapshot older than MaxAge")
+	errSnapshotAhead  = errors.New("snapshot resourceVersion newer than the server's")
 )
 
 // warmSnapshot is a loaded snapshot: its header and the staging set.
@@ -135,7 +141,8 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 	} else {
 		rv, err = r.resume(ctx, ws)
 	}
-	if err != nil && ctx.Err() == nil && (needsDiff(err) || errors.Is(err, errCatchUpTimeout) || errors.Is(err, errSnapshotTooOld)) {
+	if err != nil && ctx.Err() == nil && (needsDiff(err) || errors.Is(err, errCatchUpTimeout) || errors.Is(err, errSnapshotTooOld) ||
+		errors.Is(err, errSnapshotAhead)) {
 		log.V(1).Info("snapshot not resumable by watch; comparing it with a metadata list", "reason", err.Error())
 		rep.Start = StartDiffed
 		rv, rep.Fetched, err = r.snapshotDiff(ctx, ws)
@@ -171,6 +178,9 @@ func (r *reflector) resume(ctx context.Context, ws *warmSnapshot) (string, error
 	target, err := r.currentRV(ctx)
 	if err != nil {
 		return "", err
+	}
+	if rvOlder(target, ws.header.resourceVersion) {
+		return "", fmt.Errorf("%w: %s > %s", errSnapshotAhead, ws.header.resourceVersion, target)
 	}
 	return r.catchUp(ctx, ws, ws.header.resourceVersion, target)
 }

@@ -147,6 +147,26 @@ func TestSnapshotWarmStartAfter410DiffsByMetadataAndFetchesOnlyTheChanged(t *tes
 	}
 }
 
+func TestSnapshotAheadOfTheServerIsDiffedNotResumed(t *testing.T) {
+	// A snapshot whose RV the server has not reached (another history: etcd
+	// restored from a backup) must not count as caught up.
+	srv := newSnapshotServer()
+	populate(srv, 20)
+	dir := t.TempDir()
+	writeFirstSnapshot(t, srv, dir, Snapshot{Name: podSnapshotName})
+	h, recs, err := readSnapshotFile(dir, podSnapshotName, Snapshot{Identity: "pods"}.identityHash(), mustBuild(t, "test"))
+	must(t, err)
+	h.resourceVersion = "1000000"
+	_, err = writeSnapshotFile(t.Context(), dir, podSnapshotName, *h, recs)
+	must(t, err)
+	changeWhileStopped(srv)
+	second := runSnapshotInformer(t, srv, dir, Snapshot{Name: podSnapshotName})
+	equalStrings(t, "store", storeState(second.s), srv.state())
+	if rep, _ := second.s.StartReport(); rep != (StartReport{Start: StartDiffed, Loaded: 20, Fetched: 3}) {
+		t.Fatalf("start report = %+v, want diffed with 3 fetched", rep)
+	}
+}
+
 func TestSnapshotDiffWithMoreThanAQuarterChangedListsCold(t *testing.T) {
 	srv := newSnapshotServer()
 	populate(srv, 8)
