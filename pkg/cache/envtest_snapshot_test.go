@@ -75,9 +75,11 @@ func (r *addRecorder) record(verb string, obj any, extra string) {
 	r.mu.Unlock()
 }
 
-func (r *addRecorder) OnAdd(obj any, initial bool) { r.record("add", obj, fmt.Sprintf(" initial=%t", initial)) }
-func (r *addRecorder) OnUpdate(_, obj any)         { r.record("update", obj, "") }
-func (r *addRecorder) OnDelete(obj any)            { r.record("delete", obj, "") }
+func (r *addRecorder) OnAdd(obj any, initial bool) {
+	r.record("add", obj, fmt.Sprintf(" initial=%t", initial))
+}
+func (r *addRecorder) OnUpdate(_, obj any) { r.record("update", obj, "") }
+func (r *addRecorder) OnDelete(obj any)    { r.record("delete", obj, "") }
 
 func (r *addRecorder) sorted() []string {
 	r.mu.Lock()
