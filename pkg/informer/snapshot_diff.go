@@ -3,10 +3,15 @@ package informer
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
+
+// diffGetWorkers is how many Gets of a metadata diff are in flight at once.
+const diffGetWorkers = 8
 
 // maxDiffShare: a metadata diff that finds more than this share of the
 // objects added or changed gives up for a cold list (one Get per object
@@ -33,26 +38,9 @@ func (r *reflector) snapshotDiff(ctx context.Context, ws *warmSnapshot) (string,
 	if len(fetch)*maxDiffShare > listed {
 		return "", 0, fmt.Errorf("%d of %d objects changed since the snapshot: more than 1/%d", len(fetch), listed, maxDiffShare)
 	}
-	newest := rv
-	sel := r.shard.Load()
-	for _, f := range fetch {
-		obj, err := cfg.Get(ctx, f.namespace, f.name)
-		if apierrors.IsNotFound(err) {
-			delete(ws.objs, f.key) // deleted since the list: its watch event says so too
-			continue
-		}
-		if err != nil {
-			return "", 0, fmt.Errorf("get %s: %w", f.key, err)
-		}
-		staged, verdict := r.admit(ctx, sel, obj, admitListed)
-		if verdict != admitted {
-			delete(ws.objs, f.key)
-			continue
-		}
-		ws.objs[f.key] = staged
-		if orv := objectRV(staged); rvOlder(newest, orv) {
-			newest = orv
-		}
+	newest, err := r.fetchChanged(ctx, ws, fetch, rv)
+	if err != nil {
+		return "", 0, err
 	}
 	rv, err = r.catchUp(ctx, ws, rv, newest)
 	return rv, len(fetch), err
@@ -106,4 +94,66 @@ func (r *reflector) diffList(ctx context.Context, ws *warmSnapshot) (string, int
 		}
 	}
 	return rv, len(seen), fetch, nil
+}
+
+// fetchChanged Gets the objects of fetch, diffGetWorkers at a time, and puts
+// each in the staging set through admit (one at a time, on the caller's
+// goroutine: the transform is not called concurrently), or drops its key
+// when it is gone (NotFound: its watch event says so too) or not admitted.
+// It returns the newest RV among newest and the fetched objects'.
+func (r *reflector) fetchChanged(ctx context.Context, ws *warmSnapshot, fetch []diffFetch, newest string) (string, error) {
+	type fetched struct {
+		f   diffFetch
+		obj runtime.Object
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan diffFetch)
+	results := make(chan fetched, diffGetWorkers)
+	get := r.opts.snapshot.cfg.Get
+	var wg sync.WaitGroup
+	for range min(diffGetWorkers, len(fetch)) {
+		wg.Go(func() {
+			for f := range work {
+				obj, err := get(ctx, f.namespace, f.name)
+				select {
+				case results <- fetched{f: f, obj: obj, err: err}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	go func() {
+		defer close(work)
+		for _, f := range fetch {
+			select {
+			case work <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+	sel := r.shard.Load()
+	for res := range results {
+		if apierrors.IsNotFound(res.err) {
+			delete(ws.objs, res.f.key)
+			continue
+		}
+		if res.err != nil {
+			return "", fmt.Errorf("get %s: %w", res.f.key, res.err)
+		}
+		staged, verdict := r.admit(ctx, sel, res.obj, admitListed)
+		if verdict != admitted {
+			delete(ws.objs, res.f.key)
+			continue
+		}
+		ws.objs[res.f.key] = staged
+		if orv := objectRV(staged); rvOlder(newest, orv) {
+			newest = orv
+		}
+	}
+	return newest, ctx.Err()
 }

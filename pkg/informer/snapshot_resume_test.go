@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
@@ -373,6 +374,56 @@ func TestSnapshotWriterSkipsARoundWithARecordHeldDecoded(t *testing.T) {
 	must(t, err)
 	if len(entries) != 0 {
 		t.Fatalf("%d files written with a record held decoded", len(entries))
+	}
+	run.stop(t)
+}
+
+func TestSnapshotWrittenEveryIntervalAtTheDrainedRVAndCounted(t *testing.T) {
+	srv := newSnapshotServer()
+	populate(srv, 3)
+	dir := t.TempDir()
+	fc := clocktesting.NewFakeClock(time.Now())
+	m, reg := newMetricsRegistry(t)
+	cfg := Snapshot{Dir: dir, Name: podSnapshotName, Identity: "pods", Version: "test", Interval: time.Minute}
+	s := newPodInformer(srv, Options{StorageCodec: podCodec(t), Metrics: m, Clock: fc, Snapshot: cfg})
+	run := startInformer(t, s)
+	eventually(t, 5*time.Second, "sync", s.HasSynced)
+	if _, err := os.Stat(filepath.Join(dir, podSnapshotName)); !os.IsNotExist(err) {
+		t.Fatalf("a snapshot was written before its interval passed: %v", err)
+	}
+	written := func() float64 { return gathered(t, reg, podLabels)["deltacache_snapshot_writes_total{result=written}"] }
+	tick := func(want float64) {
+		t.Helper()
+		eventually(t, 5*time.Second, "a write per interval", func() bool {
+			if written() >= want {
+				return true
+			}
+			fc.Step(time.Minute / 10) // the ticker may not exist yet: step until it fires
+			return false
+		})
+	}
+	tick(1)
+	header := func() *snapshotHeader {
+		h, _, err := readSnapshotFile(dir, podSnapshotName, cfg.identityHash(), mustBuild(t, "test"))
+		must(t, err)
+		return h
+	}
+	if got, want := header().resourceVersion, srv.ResourceVersion(); got != want {
+		t.Fatalf("snapshot RV = %s, want the server's %s", got, want)
+	}
+	srv.createPod("pod-later", "uid-later")
+	eventually(t, 5*time.Second, "the new pod stored", func() bool { return len(s.GetStore().List()) == 4 })
+	eventually(t, 5*time.Second, "the DeltaFIFO drained at the new RV", func() bool {
+		rv := s.fifo.drainedRV.Load()
+		return rv != nil && *rv == srv.ResourceVersion()
+	})
+	tick(2)
+	if got, want := header(), srv.ResourceVersion(); got.resourceVersion != want || got.records != 4 {
+		t.Fatalf("second snapshot: RV %s with %d records, want %s with 4", got.resourceVersion, got.records, want)
+	}
+	series := gathered(t, reg, podLabels)
+	if series["deltacache_informer_starts_total{reason=,start=cold}"] != 1 || series["deltacache_snapshot_written_bytes_total"] <= 0 {
+		t.Fatalf("start and bytes series: %v", series)
 	}
 	run.stop(t)
 }
