@@ -36,7 +36,8 @@ func (r *reflector) snapshotDiff(ctx context.Context, ws *warmSnapshot) (string,
 		return "", 0, err
 	}
 	if len(fetch)*maxDiffShare > listed {
-		return "", 0, fmt.Errorf("%d of %d objects changed since the snapshot: more than 1/%d", len(fetch), listed, maxDiffShare)
+		return "", 0, fmt.Errorf("%d of %d objects changed since the snapshot: more than 1/%d",
+			len(fetch), listed, maxDiffShare)
 	}
 	newest, err := r.fetchChanged(ctx, ws, fetch, rv)
 	if err != nil {
@@ -101,7 +102,9 @@ func (r *reflector) diffList(ctx context.Context, ws *warmSnapshot) (string, int
 // goroutine: the transform is not called concurrently), or drops its key
 // when it is gone (NotFound: its watch event says so too) or not admitted.
 // It returns the newest RV among newest and the fetched objects'.
-func (r *reflector) fetchChanged(ctx context.Context, ws *warmSnapshot, fetch []diffFetch, newest string) (string, error) {
+func (r *reflector) fetchChanged(
+	ctx context.Context, ws *warmSnapshot, fetch []diffFetch, newest string,
+) (string, error) {
 	type fetched struct {
 		f   diffFetch
 		obj runtime.Object

@@ -107,7 +107,9 @@ func (c crcWriter) Write(p []byte) (int, error) {
 // renamed over name, and dir is synced, so that a crash leaves either the
 // previous file or the new one. It returns the bytes written. ctx ending
 // mid-write abandons it (the temporary file is removed) with ctx's error.
-func writeSnapshotFile(ctx context.Context, dir, name string, h snapshotHeader, recs []snapshotRecord) (n int64, err error) {
+func writeSnapshotFile(
+	ctx context.Context, dir, name string, h snapshotHeader, recs []snapshotRecord,
+) (n int64, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, err
 	}
@@ -125,18 +127,20 @@ func writeSnapshotFile(ctx context.Context, dir, name string, h snapshotHeader, 
 	cw := crcWriter{w: f, crc: crc32.New(castagnoli)}
 	bw := bufio.NewWriterSize(cw, 256<<10)
 	h.records = uint64(len(recs))
-	bw.Write(encodeSnapshotHeader(h))
+	// A bufio.Writer keeps its first error and returns it from every later
+	// call: the writes below are checked by Flush.
+	_, _ = bw.Write(encodeSnapshotHeader(h))
 	var scratch [binary.MaxVarintLen64]byte
 	for i, r := range recs {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		bw.Write(binary.AppendUvarint(scratch[:0], uint64(len(r.key))))
-		bw.WriteString(r.key)
-		bw.Write(binary.AppendUvarint(scratch[:0], uint64(len(r.data))))
-		bw.Write(r.data)
+		_, _ = bw.Write(binary.AppendUvarint(scratch[:0], uint64(len(r.key))))
+		_, _ = bw.WriteString(r.key)
+		_, _ = bw.Write(binary.AppendUvarint(scratch[:0], uint64(len(r.data))))
+		_, _ = bw.Write(r.data)
 	}
-	if err := bw.Flush(); err != nil { // the first error of any write above
+	if err := bw.Flush(); err != nil {
 		return 0, err
 	}
 	if _, err := f.Write(binary.LittleEndian.AppendUint32(nil, cw.crc.Sum32())); err != nil {

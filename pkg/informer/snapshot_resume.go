@@ -141,8 +141,7 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 	} else {
 		rv, err = r.resume(ctx, ws)
 	}
-	if err != nil && ctx.Err() == nil && (needsDiff(err) || errors.Is(err, errCatchUpTimeout) || errors.Is(err, errSnapshotTooOld) ||
-		errors.Is(err, errSnapshotAhead)) {
+	if err != nil && ctx.Err() == nil && diffable(err) {
 		log.V(1).Info("snapshot not resumable by watch; comparing it with a metadata list", "reason", err.Error())
 		rep.Start = StartDiffed
 		rv, rep.Fetched, err = r.snapshotDiff(ctx, ws)
@@ -157,6 +156,14 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 	r.handOff(stream, ws, rv, start)
 	r.reportStart(rep)
 	return true
+}
+
+// diffable reports whether err leaves the metadata diff to try: the
+// snapshot's RV is unusable for a watch, the snapshot is too old, or the
+// watch did not catch up in time.
+func diffable(err error) bool {
+	return needsDiff(err) || errors.Is(err, errCatchUpTimeout) || errors.Is(err, errSnapshotTooOld) ||
+		errors.Is(err, errSnapshotAhead)
 }
 
 // needsDiff reports whether err means the snapshot's resourceVersion is
@@ -236,7 +243,9 @@ func (r *reflector) catchUp(ctx context.Context, ws *warmSnapshot, from, target 
 // catchUpWatch applies w's events to the staging set until one reaches
 // target, w ends, or it outlives its timeout by 3 s; it returns the last RV
 // applied.
-func (r *reflector) catchUpWatch(ctx context.Context, w watch.Interface, ws *warmSnapshot, rv, target string) (string, error) {
+func (r *reflector) catchUpWatch(
+	ctx context.Context, w watch.Interface, ws *warmSnapshot, rv, target string,
+) (string, error) {
 	timer := r.clock.NewTimer((catchUpWatchSeconds + 3) * time.Second)
 	defer timer.Stop()
 	for rvOlder(rv, target) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -426,4 +427,50 @@ func TestSnapshotWrittenEveryIntervalAtTheDrainedRVAndCounted(t *testing.T) {
 		t.Fatalf("start and bytes series: %v", series)
 	}
 	run.stop(t)
+}
+
+func TestSnapshotOfAShardedInformerResumesAndDiffsWithinItsShard(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("410=%t", compact), func(t *testing.T) {
+			srv := newSnapshotServer()
+			populate(srv, 40)
+			dir := t.TempDir()
+			cfg := Snapshot{Dir: dir, Name: podSnapshotName, Identity: "pods lower half", Version: "test",
+				ListMetadata: srv.listMetadata, Get: srv.get}
+			start := func() (*SharedIndexInformer, *informerRun) {
+				s := newPodInformer(srv, Options{StorageCodec: podCodec(t), Metrics: NewMetrics(), DisableWatchList: true,
+					ShardSelector: lowerHalf, Snapshot: cfg})
+				run := startInformer(t, s)
+				eventually(t, 10*time.Second, "sync", s.HasSynced)
+				return s, run
+			}
+			inShard := func() []string {
+				var out []string
+				for _, o := range srv.Objects() {
+					if lowerHalf.Matches(o) {
+						out = append(out, uidRV(o))
+					}
+				}
+				slices.Sort(out)
+				return out
+			}
+			first, firstRun := start()
+			equalStrings(t, "first store", storeState(first), inShard())
+			firstRun.stop(t) // its snapshot holds its shard only
+			changeWhileStopped(srv)
+			if compact {
+				srv.Compact()
+			}
+			second, _ := start()
+			equalStrings(t, "store after a warm start", storeState(second), inShard())
+			rep, _ := second.StartReport()
+			want := StartResumed
+			if compact {
+				want = StartDiffed
+			}
+			if rep.Start != want || rep.Loaded != len(storeState(first)) {
+				t.Fatalf("start report = %+v, want %s with %d loaded", rep, want, len(storeState(first)))
+			}
+		})
+	}
 }
