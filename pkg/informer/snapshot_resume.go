@@ -153,8 +153,8 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 		}
 		return false
 	}
+	r.reportStart(rep) // before the hand-off, after which the informer may sync and log it
 	r.handOff(stream, ws, rv, start)
-	r.reportStart(rep)
 	return true
 }
 
