@@ -325,7 +325,7 @@ func TestEnvtestSnapshotRestartResumesAndHandlersSeeOneAddPerFinalObject(t *test
 // (format 1 of pkg/informer/snapshot_file.go: 8 bytes of magic, two 32-byte
 // hashes, written and records as 8 bytes each, then the RV as a uvarint length
 // and its bytes; a CRC-32C of everything before the last 4 bytes) and its CRC.
-func setSnapshotRV(t *testing.T, path, rv string) {
+func setSnapshotRV(t testing.TB, path, rv string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
