@@ -73,6 +73,7 @@ const (
 	discardBuild      = "other build"
 	discardCorrupt    = "corrupt record"
 	discardRV         = "resourceVersion not an integer"
+	discardNoBuild    = "no build identity"
 )
 
 // snapshotDiscard is why a snapshot file was not used.

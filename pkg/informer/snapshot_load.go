@@ -8,7 +8,9 @@ import (
 
 // snapshotSetup returns the informer's snapshot writer state and the
 // Reflector's snapshot source; nil, nil when snapshots are off, or cannot
-// be used (no compact storage, no build identity: logged once).
+// be used (no compact storage: logged once). The build identity (a hash of
+// the executable) is computed later, by the Reflector's load and the
+// writer, off the informer's lock.
 func (s *SharedIndexInformer) snapshotSetup() (*snapshotWriter, *snapshotSource) {
 	cfg := s.opts.Snapshot
 	if !cfg.enabled() {
@@ -18,16 +20,11 @@ func (s *SharedIndexInformer) snapshotSetup() (*snapshotWriter, *snapshotSource)
 		s.log.Info("snapshots are off for this informer: its objects are held decoded (no StorageCodec)", "dir", cfg.Dir)
 		return nil, nil
 	}
-	build, err := cfg.buildHash()
-	if err != nil {
-		s.log.Error(err, "snapshots are off for this informer: no build identity (set Snapshot.Version)", "dir", cfg.Dir)
-		return nil, nil
-	}
 	name := cfg.Name
 	if name == "" {
 		name = s.name
 	}
-	w := &snapshotWriter{cfg: cfg, name: snapshotFileName(name), identity: cfg.identityHash(), build: build}
+	w := &snapshotWriter{cfg: cfg, name: snapshotFileName(name), identity: cfg.identityHash()}
 	src := &snapshotSource{cfg: cfg, keyOf: s.fifo.KeyOf, load: func() (*warmSnapshot, error) { return s.loadSnapshot(w) }}
 	return w, src
 }
@@ -39,7 +36,11 @@ func (s *SharedIndexInformer) snapshotSetup() (*snapshotWriter, *snapshotSource)
 // removed here: the file itself is then the previous complete one.
 func (s *SharedIndexInformer) loadSnapshot(w *snapshotWriter) (*warmSnapshot, error) {
 	removeSnapshotTemps(w.cfg.Dir, w.name)
-	h, recs, err := readSnapshotFile(w.cfg.Dir, w.name, w.identity, w.build)
+	build, err := w.cfg.buildHash()
+	if err != nil {
+		return nil, &snapshotDiscard{reason: discardNoBuild, err: err}
+	}
+	h, recs, err := readSnapshotFile(w.cfg.Dir, w.name, w.identity, build)
 	if err != nil || h == nil {
 		return nil, err
 	}

@@ -34,7 +34,6 @@ type snapshotWriter struct {
 	cfg      Snapshot
 	name     string
 	identity [32]byte
-	build    [32]byte
 	// loggedDecoded is set once a skip for a decoded record was logged.
 	loggedDecoded atomic.Bool
 }
@@ -119,7 +118,11 @@ func (s *SharedIndexInformer) writeSnapshotFile(ctx context.Context, w *snapshot
 	if err != nil {
 		return 0, 0, err
 	}
-	h := snapshotHeader{identity: w.identity, build: w.build, written: time.Now(), resourceVersion: *rvp}
+	build, err := w.cfg.buildHash()
+	if err != nil {
+		return 0, 0, err
+	}
+	h := snapshotHeader{identity: w.identity, build: build, written: time.Now(), resourceVersion: *rvp}
 	n, err := writeSnapshotFile(ctx, w.cfg.Dir, w.name, h, recs)
 	return n, len(recs), err
 }
