@@ -35,27 +35,36 @@ func (c *Cache) consistencyCheck(
 	if c.settings.ConsistencyCheckInterval <= 0 {
 		return informer.ConsistencyCheck{}
 	}
-	lw := informer.NewMetadataListWatch(c.metadataClient, mapping.Resource, mapping.GroupVersionKind, namespaced, opts)
 	resource := c.metadataClient.Resource(mapping.Resource)
 	return informer.ConsistencyCheck{
 		Interval: c.settings.ConsistencyCheckInterval,
 		PageSize: c.settings.ListPageSize,
-		List: func(ctx context.Context, lo metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			list, err := lw.ListWithContext(ctx, lo)
-			if err != nil {
-				return nil, err
-			}
-			m, ok := list.(*metav1.PartialObjectMetadataList)
-			if !ok {
-				return nil, fmt.Errorf("metadata list of %s is a %T", mapping.Resource, list)
-			}
-			return m, nil
-		},
+		List:     c.metadataLister(mapping, namespaced, opts),
 		Get: func(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error) {
 			if namespaced {
 				return resource.Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 			}
 			return resource.Get(ctx, name, metav1.GetOptions{})
 		},
+	}
+}
+
+// metadataLister lists one page of a scope as metadata (informer.NewMetadataListWatch,
+// with the scope's namespace and selectors): the drift check's List and the warm
+// start's metadata diff (Snapshot.ListMetadata).
+func (c *Cache) metadataLister(
+	mapping *meta.RESTMapping, namespaced bool, opts informer.ListWatchOptions,
+) func(ctx context.Context, lo metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	lw := informer.NewMetadataListWatch(c.metadataClient, mapping.Resource, mapping.GroupVersionKind, namespaced, opts)
+	return func(ctx context.Context, lo metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+		list, err := lw.ListWithContext(ctx, lo)
+		if err != nil {
+			return nil, err
+		}
+		m, ok := list.(*metav1.PartialObjectMetadataList)
+		if !ok {
+			return nil, fmt.Errorf("metadata list of %s is a %T", mapping.Resource, list)
+		}
+		return m, nil
 	}
 }

@@ -98,6 +98,10 @@ func (c *Cache) newScopedInformer(
 	if err != nil {
 		return nil, err
 	}
+	snapshot, err := c.snapshot(key, mapping, namespaced, scope, lwOpts, codec)
+	if err != nil {
+		return nil, err
+	}
 	var detector *mutationDetector
 	if c.settings.MutationDetector {
 		detector = newMutationDetector(name, c.clock, c.settings.MutationCheckPeriod, c.settings.OnMutation)
@@ -118,6 +122,7 @@ func (c *Cache) newScopedInformer(
 		CrashOnHandlerPanic: c.settings.CrashOnHandlerPanic,
 		StorageCodec:        codec,
 		ShardSelector:       c.shardSelectorFor(key.gvk),
+		Snapshot:            snapshot,
 	})
 	return &scopedInformer{
 		scope:      scope,

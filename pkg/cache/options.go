@@ -169,6 +169,19 @@ type Config struct {
 	// Sharding splits the objects of some kinds among the replicas of the operator
 	// (see WithSharding). Zero value (nil): every kind is cached whole.
 	Sharding *Sharding
+	// SnapshotDir turns on snapshots (see WithSnapshots): every informer with compact
+	// storage writes its stored bytes to a file in this directory every 5 minutes and
+	// when the cache stops, and a new cache on the same directory starts from that file,
+	// caught up with the server, instead of listing everything.
+	// Zero value (""): off; every start lists in full, as controller-runtime's does.
+	SnapshotDir string
+	// SnapshotSecrets writes Secrets (core/v1) to snapshots too.
+	// Zero value (false): Secrets are never written to disk; they start cold.
+	SnapshotSecrets bool
+	// SnapshotVersion, if set, is what identifies the program in the snapshots instead
+	// of a hash of its executable (see informer.Snapshot.Version).
+	// Zero value (""): only the same executable resumes a snapshot.
+	SnapshotVersion string
 }
 
 // Option sets a deltacache-only setting; pass Options to NewWith.
@@ -487,4 +500,29 @@ func (c Config) complete() (Config, error) {
 // validStorageMode reports whether m is one of the StorageModes.
 func validStorageMode(m StorageMode) bool {
 	return m == StorageAuto || m == StorageCompact || m == StorageDecoded
+}
+
+// WithSnapshots turns on snapshots in dir (see Config.SnapshotDir): each informer
+// held in compact storage writes one file there (mode 0600; dir is created 0700), and
+// starts from it when the cache starts again: a watch resumed from the snapshot's
+// resourceVersion, or, when the server no longer has it, a metadata-only LIST compared
+// with it, brings it to the server's current state before the informer syncs. A
+// snapshot from another executable (see WithSnapshotVersion) or for other options is
+// discarded with one log line. Secrets are not written (see WithSnapshotSecrets).
+func WithSnapshots(dir string) Option {
+	return func(c *Config) { c.SnapshotDir = dir }
+}
+
+// WithSnapshotSecrets writes Secrets to snapshots too (see Config.SnapshotSecrets):
+// their data then lands on disk, readable by whoever can read the directory's files.
+func WithSnapshotSecrets() Option {
+	return func(c *Config) { c.SnapshotSecrets = true }
+}
+
+// WithSnapshotVersion names the program's version in its snapshots instead of the hash
+// of its executable, so that a new build resumes the snapshots of the previous one:
+// set it only if you vouch that the transforms and the cache's options did not change
+// how objects are stored (see Config.SnapshotVersion).
+func WithSnapshotVersion(version string) Option {
+	return func(c *Config) { c.SnapshotVersion = version }
 }

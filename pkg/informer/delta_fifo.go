@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -138,6 +139,9 @@ type deltaFIFO struct {
 
 	receivedRV string // newest RV received (object RV, list RV or bookmark)
 	appliedRV  string // last RV handed to known objects
+	// drainedRV is appliedRV for readers that take no lock (the snapshot
+	// writer): every event received up to it has been applied.
+	drainedRV atomic.Pointer[string]
 
 	// filter is the shard selector that admits the objects queued by Add,
 	// Update, Delete and Replace (nil: every object; see SetFilter).
@@ -557,6 +561,8 @@ func (f *deltaFIFO) maybeApplyRVLocked() {
 		b.Bookmark(f.receivedRV)
 	}
 	f.appliedRV = f.receivedRV
+	rv := f.receivedRV
+	f.drainedRV.Store(&rv)
 }
 
 // queueObject records obj's RV and appends a delta of type t; a Deleted

@@ -96,6 +96,12 @@ type Options struct {
 	// every request and applied on the client too (a server may ignore it);
 	// nil = every object. SetShardSelector changes it.
 	ShardSelector *ShardSelector
+
+	// Snapshot writes the store to a file at an interval and when the
+	// informer stops, and starts the informer from that file, caught up with
+	// the server, instead of a full list (see Snapshot); the zero value is
+	// off. Needs StorageCodec.
+	Snapshot Snapshot
 }
 
 // SharedIndexInformer is our implementation of toolscache.SharedIndexInformer:
@@ -330,6 +336,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	// too, instead of klog's global logger.
 	ctx = logr.NewContext(ctx, log)
 	im := s.startMetrics()
+	snapWriter, snapSource := s.snapshotSetup()
 	s.reflector = newReflector(s.lw, s.example, s.fifo, reflectorOptions{
 		Name:                 s.name,
 		Transform:            s.transform,
@@ -346,6 +353,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 		ShardSelector:        s.shard.Load(),
 		metrics:              im,
 		encode:               s.earlyEncoder(),
+		snapshot:             snapSource,
 	})
 	for _, h := range s.handlers {
 		h.start()
@@ -358,6 +366,9 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	wg.Go(func() { s.resyncLoop(ctx) })
 	if s.opts.ConsistencyCheck.enabled() {
 		wg.Go(func() { s.consistencyLoop(ctx) })
+	}
+	if snapWriter != nil {
+		wg.Go(func() { s.snapshotLoop(ctx, snapWriter) })
 	}
 	wg.Go(func() {
 		select {
@@ -575,6 +586,15 @@ func (s *SharedIndexInformer) markSynced() {
 	if s.opts.StorageCodec != nil {
 		// Compact storage: what the objects' encodings weigh, to size memory from.
 		kv = append(kv, "encoded", stored.Encoded, "storedBytes", stored.EncodedBytes)
+	}
+	if rep := r.start.Load(); rep != nil {
+		kv = append(kv, "start", rep.Start)
+		if rep.Reason != "" {
+			kv = append(kv, "reason", rep.Reason)
+		}
+		if rep.Loaded > 0 || rep.Start != StartCold {
+			kv = append(kv, "loaded", rep.Loaded, "fetched", rep.Fetched)
+		}
 	}
 	log.Info("informer synced", kv...)
 }

@@ -118,6 +118,7 @@ type Metrics struct {
 	codecErrors    *prometheus.CounterVec
 	shardFiltered  *prometheus.CounterVec
 	shardEvicted   *prometheus.CounterVec
+	snapshot       snapshotVecs
 
 	shardServer *prometheus.Desc
 
@@ -233,6 +234,8 @@ func NewMetrics() *Metrics {
 		pendingKeys: gauge("deltacache_handler_pending_keys",
 			"Keys with notifications waiting for delivery to an event handler.", "handler"),
 
+		snapshot: newSnapshotVecs(),
+
 		running: map[*SharedIndexInformer]*informerMetrics{},
 		refs:    map[MetricLabels]int{},
 	}
@@ -245,9 +248,10 @@ type vec interface {
 }
 
 func (m *Metrics) vecs() []vec {
-	return []vec{m.listRequests, m.listPages, m.listObjects, m.listDuration,
+	return append([]vec{m.listRequests, m.listPages, m.listObjects, m.listDuration,
 		m.watchStarts, m.watchEvents, m.watchBookmarks, m.watchDuration, m.relists, m.errors,
-		m.checks, m.drift, m.handlerLatency, m.handlerPanics, m.codecErrors, m.shardFiltered, m.shardEvicted}
+		m.checks, m.drift, m.handlerLatency, m.handlerPanics, m.codecErrors, m.shardFiltered, m.shardEvicted},
+		m.snapshot.all()...)
 }
 
 // Describe implements prometheus.Collector.
@@ -381,6 +385,7 @@ func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.
 	if s.shard.Load() != nil {
 		im.shardSeries()
 	}
+	im.snapshotSeries = sync.OnceValue(func() *snapshotSeries { return &snapshotSeries{vecs: m.snapshot, labels: lv} })
 	for i, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
 		im.watchEvents[i] = m.watchEvents.WithLabelValues(append(lv, string(t))...)
 	}
@@ -448,6 +453,8 @@ type informerMetrics struct {
 	// shardSeries returns the filtered and evicted counters, creating them
 	// on first use.
 	shardSeries func() [2]prometheus.Counter
+	// snapshotSeries returns the snapshot and start series (see snapshotVecs).
+	snapshotSeries func() *snapshotSeries
 
 	// lastActivity and syncedAfter are durations since start, in nanoseconds
 	// (so that they keep the clock's monotonic reading); syncedAfter is -1

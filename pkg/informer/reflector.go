@@ -99,6 +99,9 @@ type reflectorOptions struct {
 	// Indexer.encodeEarly); keep is true for watch events, whose decoded
 	// object handlers receive. nil: the store is given the object.
 	encode func(obj runtime.Object, keep bool) any
+	// snapshot, set by an informer with snapshots on, is the snapshot the
+	// first list may be made from (see reflector.warmStart).
+	snapshot *snapshotSource
 }
 
 // ListSummary describe the Reflector's last successful list.
@@ -176,6 +179,10 @@ type reflector struct {
 	coarsened atomic.Bool
 	// listedShard is what ListedShard returns.
 	listedShard atomic.Pointer[shardList]
+	// warmTried is set once the first list tried the snapshot (Run
+	// goroutine only); start is how the first list was had.
+	warmTried bool
+	start     atomic.Pointer[StartReport]
 }
 
 // RequestRelist makes the Reflector end its watch and relist with a
@@ -309,6 +316,18 @@ func (r *reflector) ListAndWatch(ctx context.Context) error {
 	select { // the list below is the relist any pending request asked for
 	case <-r.relistRequests:
 	default:
+	}
+	if r.opts.snapshot != nil && !r.warmTried {
+		r.warmTried = true
+		if r.warmStart(ctx) {
+			return r.watchLoop(ctx, nil)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	if r.opts.snapshot != nil && r.start.Load() == nil {
+		r.reportStart(StartReport{Start: StartCold})
 	}
 	if r.useWatchList() {
 		w, timeoutSeconds, err := r.watchList(ctx)

@@ -90,6 +90,19 @@ type Fake struct {
 	example     runtime.Object
 	// shardMatch, if set, applies shard selectors (see ServeShardSelector).
 	shardMatch ShardMatchFunc
+	// bookmarks: see ServeBookmarks.
+	bookmarks bool
+}
+
+// ServeBookmarks makes unscripted watches that allow bookmarks receive one
+// at the current RV right after the changes they replay, as the API
+// server's watch cache sends one shortly before a short watch's deadline
+// (what a warm start waits for). Default false: no bookmark is sent unless
+// the test calls SendBookmark.
+func (f *Fake) ServeBookmarks(serve bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bookmarks = serve
 }
 
 // ShardMatchFunc reports whether obj is selected by the shardSelector
@@ -271,6 +284,9 @@ func (f *Fake) WatchWithContext(_ context.Context, opts metav1.ListOptions) (wat
 			if ok, _ := f.selectedLocked(opts, e.Object); ok && eventRV(e) > from {
 				s.Send(watch.Event{Type: e.Type, Object: e.Object.DeepCopyObject()})
 			}
+		}
+		if f.bookmarks && opts.AllowWatchBookmarks {
+			s.Send(BookmarkEvent(f.example, strconv.FormatUint(f.rv, 10)))
 		}
 	}
 	f.streams = append(f.streams, s)

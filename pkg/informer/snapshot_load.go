@@ -1,0 +1,78 @@
+package informer
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// snapshotSetup returns the informer's snapshot writer state and the
+// Reflector's snapshot source; nil, nil when snapshots are off, or cannot
+// be used (no compact storage: logged once). The build identity (a hash of
+// the executable) is computed later, by the Reflector's load and the
+// writer, off the informer's lock.
+func (s *SharedIndexInformer) snapshotSetup() (*snapshotWriter, *snapshotSource) {
+	cfg := s.opts.Snapshot
+	if !cfg.enabled() {
+		return nil, nil
+	}
+	if s.opts.StorageCodec == nil {
+		s.log.Info("snapshots are off for this informer: its objects are held decoded (no StorageCodec)", "dir", cfg.Dir)
+		return nil, nil
+	}
+	name := cfg.Name
+	if name == "" {
+		name = s.name
+	}
+	w := &snapshotWriter{cfg: cfg, name: snapshotFileName(name), identity: cfg.identityHash()}
+	src := &snapshotSource{cfg: cfg, keyOf: s.fifo.KeyOf, load: func() (*warmSnapshot, error) { return s.loadSnapshot(w) }}
+	return w, src
+}
+
+// loadSnapshot reads the informer's snapshot file and decodes its records
+// into the staging set (see snapshot_resume.go). It returns nil, nil when
+// there is no file, and a *snapshotDiscard when it cannot be used. Writes
+// that were cut short (a process killed while writing) left temporary files,
+// removed here: the file itself is then the previous complete one.
+func (s *SharedIndexInformer) loadSnapshot(w *snapshotWriter) (*warmSnapshot, error) {
+	removeSnapshotTemps(w.cfg.Dir, w.name)
+	build, err := w.cfg.buildHash()
+	if err != nil {
+		return nil, &snapshotDiscard{reason: discardNoBuild, err: err}
+	}
+	h, recs, err := readSnapshotFile(w.cfg.Dir, w.name, w.identity, build)
+	if err != nil || h == nil {
+		return nil, err
+	}
+	objs := make(map[string]any, len(recs))
+	for i, rec := range recs {
+		e, err := s.indexer.restoreEncoded(rec.key, rec.data)
+		if err != nil {
+			return nil, &snapshotDiscard{reason: discardCorrupt, err: err}
+		}
+		objs[rec.key] = e
+		recs[i] = snapshotRecord{}
+	}
+	return &warmSnapshot{header: h, objs: objs}, nil
+}
+
+// restoreEncoded returns what the DeltaFIFO queues for a listed object, from
+// a snapshot record: the stored bytes as they are, and the key,
+// resourceVersion, uid, namespace, label print and index values of the
+// decoded object (the index functions are the user's: they are run, not
+// trusted from the file). The decoded object is let go.
+func (ix *Indexer) restoreEncoded(key string, data []byte) (*encodedObject, error) {
+	obj, err := ix.codec.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("record %s: %w", key, err)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("record %s: %w", key, err)
+	}
+	if k, err := ix.keyFunc(obj); err != nil || k != key {
+		return nil, fmt.Errorf("record %s holds the object of key %q (%v)", key, k, err)
+	}
+	return &encodedObject{key: key, rv: m.GetResourceVersion(), data: data, vals: ix.table.Load().funcs.compute(obj),
+		namespace: m.GetNamespace(), uid: m.GetUID(), print: printOfLabels(m.GetLabels())}, nil
+}
