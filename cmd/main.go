@@ -77,11 +77,15 @@ func main() {
 	var localControlPlane string
 	var statusInterval time.Duration
 	var informerStallTimeout time.Duration
+	var cacheSnapshotDir string
 	flag.StringVar(&localControlPlane, "local-control-plane", localAuto,
 		"auto: run against the cluster of the kubeconfig (--kubeconfig, KUBECONFIG, in-cluster, ~/.kube/config), "+
 			"or start a local control plane with seeded demo Apps when there is none; true: always start one; false: never.")
 	flag.DurationVar(&statusInterval, "status-interval", 5*time.Second,
 		"With a local control plane, how often to print the table of App statuses (0 disables it).")
+	flag.StringVar(&cacheSnapshotDir, "cache-snapshot-dir", "",
+		"A directory where the cache writes its informers' objects (every few minutes and at stop) and "+
+			"starts from them after a restart instead of listing everything again. Empty: off.")
 	flag.DurationVar(&informerStallTimeout, "informer-stall-timeout", dcache.DefaultStallTimeout,
 		"The healthz check fails when a synced informer has not heard from the API server (no event, bookmark "+
 			"or successful watch) for longer than this.")
@@ -209,9 +213,9 @@ func main() {
 		Scheme: scheme,
 		// deltacache's informer cache serves every Get and List of the manager's client, and
 		// answers pod Lists by the `app` label from an index instead of a scan. With
-		// --shard-identity it holds only this replica's share of the Apps and Pods.
-		NewCache: dcache.NewWith(append([]dcache.Option{dcache.WithLabelIndexes(controller.AppLabel)},
-			sharding.cacheOptions()...)...),
+		// --shard-identity it holds only this replica's share of the Apps and Pods; with
+		// --cache-snapshot-dir a restarted manager starts from the objects it held.
+		NewCache:               dcache.NewWith(cacheOptions(cacheSnapshotDir, sharding.cacheOptions())...),
 		Metrics:                metricsServerOptions,
 		WebhookServer:          webhookServer,
 		HealthProbeBindAddress: probeAddr,
@@ -394,4 +398,15 @@ func exit(local *devcluster.ControlPlane) {
 		stopControlPlane(local)
 	}
 	os.Exit(1)
+}
+
+// cacheOptions are the manager cache's options: the label index of the App controller's
+// pod Lists, snapshots in snapshotDir when it is set (--cache-snapshot-dir), and the
+// sharding options.
+func cacheOptions(snapshotDir string, sharding []dcache.Option) []dcache.Option {
+	opts := []dcache.Option{dcache.WithLabelIndexes(controller.AppLabel)}
+	if snapshotDir != "" {
+		opts = append(opts, dcache.WithSnapshots(snapshotDir))
+	}
+	return append(opts, sharding...)
 }

@@ -51,6 +51,9 @@ const (
 	WorkloadFootprint = "footprint"
 	// WorkloadSharding measures one replica, sharded or not, of section E.
 	WorkloadSharding = "sharding"
+	// WorkloadRestart measures one start and stop of a cache of pods and ConfigMaps
+	// (section R).
+	WorkloadRestart = "restart"
 	// WorkloadOperator runs the demo operator's manager (section O).
 	WorkloadOperator = "operator"
 )
@@ -79,6 +82,8 @@ type ChildSpec struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// Kind is the kind of section C (KindSecret, KindApp, KindAppUnstructured).
 	Kind string `json:"kind,omitempty"`
+	// SnapshotDir is deltacache's snapshot directory (restart).
+	SnapshotDir string `json:"snapshotDir,omitempty"`
 	// ReadyFile is the file the operator child creates once its cache synced.
 	ReadyFile string `json:"readyFile,omitempty"`
 	// Shard is the ring membership of a sharded replica of section E (sharding).
@@ -123,6 +128,12 @@ func RunChild(ctx context.Context, spec ChildSpec) (Values, error) {
 			return nil, err
 		}
 		return ShardWorkload{Contender: spec.Contender, Config: cfg, Replica: spec.Shard}.Run(ctx)
+	case WorkloadRestart:
+		cfg, err := restConfigFromFile(spec.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		return RestartWorkload{Contender: spec.Contender, Config: cfg, SnapshotDir: spec.SnapshotDir}.Run(ctx)
 	case WorkloadOperator:
 		cfg, err := restConfigFromFile(spec.Kubeconfig)
 		if err != nil {

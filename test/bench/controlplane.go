@@ -43,6 +43,7 @@ type ControlPlane struct {
 	Config *rest.Config
 	// Kubeconfig is the same credentials as a kubeconfig file's content, for children.
 	Kubeconfig []byte
+	certDir    string
 }
 
 // ErrNoAssets is returned by StartControlPlane when KUBEBUILDER_ASSETS is unset.
@@ -59,7 +60,15 @@ func StartControlPlane(featureGates ...string) (*ControlPlane, error) {
 	if assets == "" {
 		return nil, ErrNoAssets
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStopTimeout: 15 * time.Second}
+	// A certificate directory of our own outlives a restart of the kube-apiserver
+	// (envtest's own is removed at its Stop): the same serving certificate and client CA,
+	// so that clients reconnect after RestartAPIServer.
+	certDir, err := os.MkdirTemp("", "deltacache-bench-certs-")
+	if err != nil {
+		return nil, err
+	}
+	env.ControlPlane.GetAPIServer().CertDir = certDir
 	args := env.ControlPlane.GetAPIServer().Configure().
 		Set("max-requests-inflight", "1000").
 		Set("max-mutating-requests-inflight", "1000")
@@ -67,6 +76,7 @@ func StartControlPlane(featureGates ...string) (*ControlPlane, error) {
 		args.Append("feature-gates", g)
 	}
 	if _, err := env.Start(); err != nil {
+		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("starting envtest control plane: %w", err)
 	}
 	user, err := env.AddUser(envtest.User{Name: "bench-admin", Groups: []string{"system:masters"}}, nil)
@@ -84,11 +94,26 @@ func StartControlPlane(featureGates ...string) (*ControlPlane, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &ControlPlane{env: env, Config: cfg, Kubeconfig: kubeconfig}, nil
+	return &ControlPlane{env: env, Config: cfg, Kubeconfig: kubeconfig, certDir: certDir}, nil
+}
+
+// RestartAPIServer stops the kube-apiserver and starts it again on the same etcd, port
+// and certificates (its watch cache starts empty: watches from an older
+// resourceVersion get 410); it returns how long the stop and the start took.
+func (cp *ControlPlane) RestartAPIServer() (stopped, started time.Duration, err error) {
+	api := cp.env.ControlPlane.GetAPIServer()
+	began := time.Now()
+	_ = api.Stop() // a kill after the stop timeout is an error too, and an expected one
+	stopped = time.Since(began)
+	err = api.Start()
+	return stopped, time.Since(began) - stopped, err
 }
 
 // Stop stops the API server and etcd.
-func (cp *ControlPlane) Stop() error { return cp.env.Stop() }
+func (cp *ControlPlane) Stop() error {
+	defer func() { _ = os.RemoveAll(cp.certDir) }()
+	return cp.env.Stop()
+}
 
 // RESTConfigFromKubeconfig returns the rest.Config of kubeconfig with client-side rate
 // limiting off (QPS -1), as controller-runtime's config.GetConfig sets it.

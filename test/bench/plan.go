@@ -47,6 +47,8 @@ type Options struct {
 	StoreDuration time.Duration
 	// ListPods is the number of pods of the in-process List workload.
 	ListPods int
+	// RestartPods and RestartConfigMaps are the objects of section R.
+	RestartPods, RestartConfigMaps int
 	// OperatorRate is the pod changes per second of section O's churn, and
 	// OperatorChurn how long it lasts.
 	OperatorRate  float64
@@ -77,6 +79,7 @@ func DefaultOptions() Options {
 		StoreReaders: 10, StoreDuration: 2 * time.Second,
 		ListPods: 100_000, OpTime: 500 * time.Millisecond, Seed: 1,
 		OperatorRate: 50, OperatorChurn: 90 * time.Second,
+		RestartPods: 50_000, RestartConfigMaps: 20_000,
 	}
 }
 
@@ -89,6 +92,7 @@ func QuickOptions() Options {
 		StoreReaders: 10, StoreDuration: 500 * time.Millisecond,
 		ListPods: 10_000, OpTime: 100 * time.Millisecond, Seed: 1,
 		OperatorRate: 20, OperatorChurn: 10 * time.Second,
+		RestartPods: 5_000, RestartConfigMaps: 2_000,
 	}
 }
 
@@ -180,6 +184,7 @@ func (o Options) Sections() []Section {
 	pipeline := []Contender{Deltacache, ClientGo}
 	return []Section{
 		operatorSection(o),
+		restartSection(o),
 		{
 			ID:    SectionAPIServer,
 			Title: fmt.Sprintf("A. Real API server: %d pods", o.APIPods),

@@ -123,6 +123,14 @@ func (rep Report) Markdown() string {
 		p("| Pod size | %d bytes JSON, %d bytes protobuf, as the API server returns one |\n",
 			rep.Info.PodJSONBytes, rep.Info.PodProtobufBytes)
 	}
+	if rep.Results[SectionOperator] != nil {
+		p("| Operator server (O) | a third envtest kube-apiserver; %d pods and %d Apps created in %s |\n",
+			o.APIPods, NewLayout(o.APIPods).Apps, rep.Info.OperatorSeedDuration.Round(time.Second))
+	}
+	if rep.Results[SectionRestart] != nil {
+		p("| Restart server (R) | a fourth envtest kube-apiserver; %d pods and %d ConfigMaps created in %s |\n",
+			o.RestartPods, o.RestartConfigMaps, rep.Info.RestartSeedDuration.Round(time.Second))
+	}
 	if rep.Info.ShardingSkipped == "" && rep.Results[SectionSharding] != nil {
 		p("| Sharding server (E) | a second envtest kube-apiserver with --feature-gates=ShardedListAndWatch=true; "+
 			"%d pods created in %s |\n", o.APIPods, rep.Info.ShardingSeedDuration.Round(time.Second))
@@ -291,6 +299,10 @@ func (rep Report) section(b *strings.Builder, s Section) {
 	p("## %s\n\n%s\n\n", s.Title, s.Description)
 	if s.ID == SectionAPIServer && rep.Info.APIServerSkipped != "" {
 		p("Skipped: %s\n\n", rep.Info.APIServerSkipped)
+		return
+	}
+	if s.ID == SectionRestart && rep.Info.RestartSkipped != "" {
+		p("Skipped: %s\n\n", rep.Info.RestartSkipped)
 		return
 	}
 	if s.ID == SectionOperator && rep.Info.OperatorSkipped != "" {

@@ -55,7 +55,13 @@ func (r Results) Median(section, figure string, c Contender) (float64, bool) {
 // Ratio returns the median over rounds of value(c)/value(peer) for section/figure, using
 // the rounds both have; false if they share none or a peer value is zero.
 func (r Results) Ratio(section, figure string, c, peer Contender) (float64, bool) {
-	a, b := r.Values(section, figure, c), r.Values(section, figure, peer)
+	return r.FigureRatio(section, figure, c, figure, peer)
+}
+
+// FigureRatio is Ratio of figure of c over peerFigure of peer (c and peer may be one
+// contender).
+func (r Results) FigureRatio(section, figure string, c Contender, peerFigure string, peer Contender) (float64, bool) {
+	a, b := r.Values(section, figure, c), r.Values(section, peerFigure, peer)
 	n := min(len(a), len(b))
 	ratios := make([]float64, 0, n)
 	for i := range n {

@@ -61,6 +61,10 @@ type RunInfo struct {
 	// OperatorSeedDuration is how long creating its pods and Apps took.
 	OperatorSkipped      string
 	OperatorSeedDuration time.Duration
+	// RestartSkipped is why section R did not run ("" if it ran);
+	// RestartSeedDuration is how long creating its pods and ConfigMaps took.
+	RestartSkipped      string
+	RestartSeedDuration time.Duration
 	// Duration is the wall time of the whole run.
 	Duration time.Duration
 }
@@ -97,6 +101,15 @@ func (r *Runner) Run(ctx context.Context) (Results, RunInfo, error) {
 		}
 		info.OperatorSkipped = err.Error()
 		r.logf("section O skipped: %v", err)
+	}
+	if !o.RunsSection(SectionRestart) {
+		info.RestartSkipped = "not among the sections asked for"
+	} else if err := r.runRestart(ctx, results, &info); err != nil {
+		if !errors.Is(err, ErrNoAssets) {
+			return nil, info, err
+		}
+		info.RestartSkipped = err.Error()
+		r.logf("section R skipped: %v", err)
 	}
 	if err := r.runInProcess(ctx, results); err != nil {
 		return nil, info, err

@@ -27,6 +27,10 @@ type Target struct {
 	// Contender is the deltacache configuration measured; zero = Deltacache.
 	Contender Contender
 	Peer      Contender
+	// PeerFigure, when set, is the figure of Peer the ratio divides by (Figure of
+	// Contender over PeerFigure of Peer, e.g. one contender's peak over its own steady
+	// RSS); empty: Figure.
+	PeerFigure string
 	// Bound is the ratio's limit: at most Bound for a cost, at least Bound when AtLeast.
 	Bound   float64
 	AtLeast bool
@@ -63,6 +67,14 @@ func Targets(o Options) []Target {
 		t.Contender = DeltacacheDefaults
 		return t
 	}
+	restart := func(t Target) Target {
+		t.Contender = RestartResumed
+		return t
+	}
+	diffed := func(t Target) Target {
+		t.Contender = RestartDiffed
+		return t
+	}
 	sharded := func(t Target) Target {
 		t.Contender = ShardedContender(3)
 		return t
@@ -74,6 +86,19 @@ func Targets(o Options) []Target {
 			SectionOperator, FigOpPeakRSS, ControllerRuntime, 0.5)),
 		defaults(cost("The operator end to end: reconcile latency p99 ≤ 1.0× (nothing configured)",
 			SectionOperator, FigOpLatP99, ControllerRuntime, 1.0)),
+		restart(cost("Restart resumed within the watch window: time to synced ≤ 0.1× a cold start's",
+			SectionRestart, FigRestartSync, RestartCold, 0.1)),
+		restart(cost("Restart resumed within the watch window: bytes received ≤ 0.05× a cold start's",
+			SectionRestart, FigRestartBytes, RestartCold, 0.05)),
+		diffed(cost("Restart after a 410 (metadata diff): time to synced ≤ 0.5× a cold start's",
+			SectionRestart, FigRestartSync, RestartCold, 0.5)),
+		diffed(cost("Restart after a 410 (metadata diff): bytes received ≤ 0.25× a cold start's",
+			SectionRestart, FigRestartBytes, RestartCold, 0.25)),
+		restart(Target{Goal: "Restart resumed: peak RSS until synced ≤ 1.2× its RSS after sync",
+			Section: SectionRestart, Figure: FigRestartPeakRSS, Peer: RestartResumed,
+			PeerFigure: FigRestartSteadyRSS, Bound: 1.2}),
+		restart(cost("Restart resumed: peak RSS ≤ 0.5× controller-runtime's cold start",
+			SectionRestart, FigRestartPeakRSS, ControllerRuntime, 0.5)),
 		defaults(cost("Heap per pod after sync ≤ 0.25× controller-runtime's default (deltacache's defaults)",
 			SectionAPIServer, FigHeapPerPod, ControllerRuntime, 0.25)),
 		defaults(cost("Heap per pod after sync ≤ 0.35× controller-runtime with TransformStripManagedFields",
@@ -134,7 +159,11 @@ func Evaluate(r Results, targets []Target) []TargetResult {
 			if c == "" {
 				c = Deltacache
 			}
-			res.Ratio, res.Measured = r.Ratio(t.Section, t.Figure, c, t.Peer)
+			if t.PeerFigure != "" {
+				res.Ratio, res.Measured = r.FigureRatio(t.Section, t.Figure, c, t.PeerFigure, t.Peer)
+			} else {
+				res.Ratio, res.Measured = r.Ratio(t.Section, t.Figure, c, t.Peer)
+			}
 			if res.Measured {
 				res.Detail = ContenderTitle(c) + " is " + DescribeRatio(res.Ratio, t.AtLeast)
 			}
