@@ -111,6 +111,7 @@ func (c *Cache) newScopedInformer(
 		Logger:              c.log,
 		PageSize:            c.settings.ListPageSize,
 		Backoff:             c.settings.Backoff,
+		MinWatchTimeout:     c.settings.MinWatchTimeout,
 		Clock:               c.clock,
 		MetricLabels:        metricLabels(key),
 		HandlerLabel:        handlerLabel,

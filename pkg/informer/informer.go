@@ -245,6 +245,17 @@ func (s *SharedIndexInformer) LastError() error {
 	return nil
 }
 
+// LastErrorSince returns LastError and since when the informer's list/watch
+// errors have had its reason (ListWatchError.Reason) with no successful list
+// or watch between them: a kind refused since then has served data that no
+// longer changes since then, at the latest. nil and the zero time when healthy.
+func (s *SharedIndexInformer) LastErrorSince() (error, time.Time) {
+	if r := s.getReflector(); r != nil {
+		return r.LastErrorSince()
+	}
+	return nil, time.Time{}
+}
+
 // LastListSummary describes the last successful list; ok is false before one.
 func (s *SharedIndexInformer) LastListSummary() (stats ListSummary, ok bool) {
 	if r := s.getReflector(); r != nil {

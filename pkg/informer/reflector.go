@@ -155,9 +155,12 @@ type reflector struct {
 	// goroutine uses it.
 	watchListOff string
 
-	mu        sync.Mutex
-	lastRV    string
-	lastErr   error
+	mu      sync.Mutex
+	lastRV  string
+	lastErr error
+	// errSince is when lastErr's reason began to repeat: the time of the
+	// first error of the current run of errors with that reason.
+	errSince  time.Time
 	lastList  ListSummary
 	listCount int
 
@@ -253,6 +256,15 @@ func (r *reflector) LastError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastErr
+}
+
+// LastErrorSince returns LastError and since when the errors have had its
+// reason without a successful list or watch between them (the zero time with
+// a nil error).
+func (r *reflector) LastErrorSince() (error, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr, r.errSince
 }
 
 // LastListSummary describes the last successful list; ok is false before one.
@@ -527,7 +539,7 @@ func (r *reflector) install(ctx context.Context, op string, sel *ShardSelector, 
 func (r *reflector) recordList(rv string, stats ListSummary) {
 	r.mu.Lock()
 	r.lastRV = rv
-	r.lastErr = nil
+	r.lastErr, r.errSince = nil, time.Time{}
 	r.lastList = stats
 	r.listCount++
 	r.mu.Unlock()
@@ -793,6 +805,9 @@ func (r *reflector) expected(obj runtime.Object) bool {
 // report records err as LastError, counts it and passes it to the WatchErrorHandler.
 func (r *reflector) report(ctx context.Context, err *ListWatchError) *ListWatchError {
 	r.mu.Lock()
+	if prev, ok := r.lastErr.(*ListWatchError); !ok || prev.Reason != err.Reason {
+		r.errSince = r.clock.Now()
+	}
 	r.lastErr = err
 	r.mu.Unlock()
 	return r.notify(ctx, err)
@@ -809,7 +824,7 @@ func (r *reflector) notify(ctx context.Context, err *ListWatchError) *ListWatchE
 
 func (r *reflector) clearError() {
 	r.mu.Lock()
-	r.lastErr = nil
+	r.lastErr, r.errSince = nil, time.Time{}
 	r.mu.Unlock()
 }
 
