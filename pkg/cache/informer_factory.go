@@ -112,6 +112,7 @@ func (c *Cache) newScopedInformer(
 		PageSize:            c.settings.ListPageSize,
 		Backoff:             c.settings.Backoff,
 		MinWatchTimeout:     c.settings.MinWatchTimeout,
+		WatchStallTimeout:   c.settings.WatchStallTimeout,
 		Clock:               c.clock,
 		MetricLabels:        metricLabels(key),
 		HandlerLabel:        handlerLabel,

@@ -185,6 +185,16 @@ type Config struct {
 	// kind that keeps streaming.
 	// Zero value: informer.DefaultMinWatchTimeout (5 minutes, client-go's).
 	MinWatchTimeout time.Duration
+
+	// WatchStallTimeout: an open watch that delivers nothing (no event, no bookmark)
+	// for this long is abandoned and re-opened from the informer's last
+	// resourceVersion (no relist), logged once and counted in
+	// deltacache_informer_errors_total{op="watch",reason="WatchStalled"}: a proxy or
+	// load balancer that keeps the connection but forwards nothing is noticed then,
+	// not at the watch's own timeout plus a minute (up to 11 minutes).
+	// Zero value: informer.DefaultWatchStallTimeout (2 minutes, two of
+	// kube-apiserver's bookmark intervals); negative: off.
+	WatchStallTimeout time.Duration
 }
 
 // Option sets a deltacache-only setting; pass Options to NewWith.
@@ -271,6 +281,14 @@ func WithRefusedNotReadyAfter(d time.Duration) Option {
 func WithMinWatchTimeout(d time.Duration) Option {
 	return func(c *Config) {
 		c.MinWatchTimeout = d
+	}
+}
+
+// WithWatchStallTimeout sets how long an open watch may deliver nothing before it is
+// re-opened (see Config.WatchStallTimeout); a negative d turns that off.
+func WithWatchStallTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		c.WatchStallTimeout = d
 	}
 }
 

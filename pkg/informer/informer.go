@@ -53,8 +53,12 @@ type Options struct {
 	// MinWatchTimeout: each watch asks for a timeout in [min, 2×min];
 	// 0 = 5 minutes.
 	MinWatchTimeout time.Duration
-	// WatchStallTimeout: a watch that delivers nothing for this long is
-	// abandoned and re-opened; 0 = only a watch outliving its own timeout.
+	// WatchStallTimeout: a watch that delivers nothing (no event, no
+	// bookmark) for this long is abandoned and re-opened from the last RV,
+	// logged once and counted in deltacache_informer_errors_total
+	// {op="watch",reason="WatchStalled"}; 0 = DefaultWatchStallTimeout
+	// (2 minutes, two of kube-apiserver's bookmark intervals); negative =
+	// only a watch outliving its own server-side timeout by a minute.
 	WatchStallTimeout time.Duration
 	// Clock for timers (resync, backoff, watch stalls); default real time.
 	Clock clock.WithTicker

@@ -47,6 +47,19 @@ const DefaultMinWatchTimeout = 5 * time.Minute
 // controller-runtime's two-minute CacheSyncTimeout.
 const DefaultWatchListTimeout = 10 * time.Second
 
+// DefaultWatchStallTimeout is how long an open watch may deliver nothing (no
+// event, no bookmark) before it is abandoned and re-opened from the last RV,
+// when WatchStallTimeout is 0. The Reflector always asks for bookmarks, and
+// kube-apiserver's watch cache sends a watcher one about every minute
+// (k8s.io/apiserver pkg/storage/cacher, defaultBookmarkFrequency), plus one
+// 2 s before the watch's deadline. Two intervals tolerate one lost or late
+// bookmark (they are best effort) and bound a silent watch's stale data to
+// two minutes instead of its timeoutSeconds plus a minute (up to 11). A
+// server that sends no bookmarks (an aggregated API without a watch cache)
+// costs a re-watch from the same RV every two minutes on a quiet kind, never
+// a relist.
+const DefaultWatchStallTimeout = 2 * time.Minute
+
 // shortWatch: a watch that ends without events sooner than this is retried
 // after a backoff delay instead of at once.
 const shortWatch = time.Second
@@ -64,8 +77,8 @@ type reflectorOptions struct {
 	MinWatchTimeout time.Duration
 	// WatchStallTimeout: an open watch that delivers nothing (no event, no
 	// bookmark, no close) for this long is abandoned and re-opened from the
-	// last RV. 0 = only abandon a watch that outlives its own server-side
-	// timeout by a minute (a dead connection).
+	// last RV. 0 = DefaultWatchStallTimeout; negative = only abandon a watch
+	// that outlives its own server-side timeout by a minute.
 	WatchStallTimeout time.Duration
 	// WatchErrorHandler is called for every list/watch error. Its
 	// *toolscache.Reflector is a stand-in that is never run: its Name and
@@ -218,6 +231,9 @@ func newReflector(
 	}
 	if r.opts.MinWatchTimeout <= 0 {
 		r.opts.MinWatchTimeout = DefaultMinWatchTimeout
+	}
+	if r.opts.WatchStallTimeout == 0 {
+		r.opts.WatchStallTimeout = DefaultWatchStallTimeout
 	}
 	if expectedType != nil {
 		r.expectedType = reflect.TypeOf(expectedType)
@@ -609,8 +625,11 @@ func (r *reflector) watchLoop(ctx context.Context, open *openWatch) error {
 		if err != nil {
 			lwe := r.report(ctx, classify(r.name, "watch", err))
 			if lwe.Reason == ReasonWatchStalled {
-				r.logger(ctx).Info("watch stalled; re-watching",
-					"reflector", r.name, "resourceVersion", r.LastSyncResourceVersion())
+				// Once per abandoned watch; counted in
+				// deltacache_informer_errors_total{op="watch",reason="WatchStalled"}.
+				r.logger(ctx).Info("watch stalled: no event or bookmark; re-watching from the last resourceVersion",
+					"reflector", r.name, "resourceVersion", r.LastSyncResourceVersion(),
+					"watchedFor", r.clock.Since(start).Round(time.Second).String(), "why", lwe.Err.Error())
 				continue
 			}
 			return lwe
