@@ -337,9 +337,13 @@ func (c *Cache) Start(ctx context.Context) error {
 // controller-runtime's behaviour. It also waits while a blocking GetInformer waits for
 // a kind that is not served yet (see GetInformer), and logs the kinds once.
 func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
-	return c.waitForMissingKinds(ctx, func() bool {
+	synced := c.waitForMissingKinds(ctx, func() bool {
 		return c.informers.WaitForCacheSync(ctx, c.settings.WaitThroughSyncErrors)
 	})
+	if !synced && ctx.Err() != nil {
+		c.logNotSynced()
+	}
+	return synced
 }
 
 // NeedLeaderElection returns false: the cache runs on every replica, as

@@ -59,7 +59,9 @@ const DefaultRefusedNotReadyAfter = time.Minute
 //
 //	sprockets.obs.deltacache.io: refused (forbidden) for 1m5s: Sprocket.v1.obs.deltacache.io (unstructured): ...
 //
-// when an informer that has synced has been refused (its LastError a Forbidden or
+// a line per event handler of a synced informer that has not synced (see
+// handlerLines: the handler, its initial objects delivered out of the total, its
+// rate), and fails when an informer that has synced has been refused (its LastError a Forbidden or
 // Unauthorized *informer.ListWatchError) for longer than Config.RefusedNotReadyAfter:
 // its data then no longer changes. The healthz check does not count that. controller-runtime's Manager withholds the reason on /readyz and logs it;
 // /readyz/<check name> shows it. It never blocks.
@@ -150,6 +152,7 @@ func (c *Cache) notReady() error {
 			if line, ok := c.refusedLine(s.key, inf, now); ok {
 				lines = append(lines, line)
 			}
+			lines = append(lines, c.handlerLines(s.key, inf)...)
 			continue
 		}
 		if last := inf.LastError(); last != nil {

@@ -146,6 +146,8 @@ type SharedIndexInformer struct {
 	log        logr.Logger
 	startTime  time.Time
 	resyncWake chan struct{}
+	// progressWake wakes syncProgressLoop (buffer of one).
+	progressWake chan struct{}
 	// obs is the informer's metric state, set once by Run.
 	obs atomic.Pointer[informerMetrics]
 	// codecErrs are the keys whose storage codec errors were logged.
@@ -173,6 +175,7 @@ func NewSharedIndexInformer(
 		transform:            opts.Transform,
 		watchErrorHandler:    opts.WatchErrorHandler,
 		resyncWake:           make(chan struct{}, 1),
+		progressWake:         make(chan struct{}, 1),
 		log:                  opts.Logger,
 	}
 	if s.clock == nil {
@@ -371,6 +374,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.reflector.Run(ctx) })
 	wg.Go(func() { s.resyncLoop(ctx) })
+	wg.Go(func() { s.syncProgressLoop(ctx) })
 	if s.opts.ConsistencyCheck.enabled() {
 		wg.Go(func() { s.consistencyLoop(ctx) })
 	}
@@ -481,6 +485,7 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 	}
 	if s.syncMarked {
 		reg.markInformerSynced()
+		s.wakeSyncProgress()
 	}
 	s.handlers = append(s.handlers, reg)
 	s.wakeResync()
@@ -582,6 +587,7 @@ func (s *SharedIndexInformer) markSynced() {
 	}
 	log, start, r := s.log, s.startTime, s.reflector
 	s.mu.Unlock()
+	s.wakeSyncProgress()
 	s.obs.Load().markSynced()
 	stats, _ := r.LastListSummary()
 	stored := s.indexer.StoredStats()
