@@ -144,7 +144,7 @@ func (c *Cache) notReady() error {
 	if !started {
 		return errors.New("the informer cache has not started")
 	}
-	lines := c.missingKindLines()
+	lines := append(c.missingKindLines(), c.foreignNotReadyLines()...)
 	now := c.clock.Now()
 	for _, s := range scopes {
 		inf := s.scope.informer
