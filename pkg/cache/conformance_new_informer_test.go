@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 )
 
-// The two Go tests of controller-runtime v0.25.2's cache suite (pkg/cache/cache_test.go)
+// The two Go tests of controller-runtime v0.25.3's cache suite (pkg/cache/cache_test.go)
 // that need Options.NewInformer, run against each implementation of the conformance
 // suite: TestReaderWaitsForCacheSync and TestIndexFieldDoesNotBlock. Both hand every
 // kind a controllertest.FakeInformer, with a RESTMapper that maps any kind.
