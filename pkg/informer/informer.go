@@ -83,8 +83,9 @@ type Options struct {
 	HandlerLabel func(toolscache.ResourceEventHandler) string
 	// Metrics receives the informer's metrics; nil = DefaultMetrics.
 	Metrics *Metrics
-	// ListProgressInterval: a long list logs its progress this often;
-	// 0 = DefaultListProgressInterval (5s), negative = never.
+	// ListProgressInterval: a long list logs its progress this often, and so
+	// does each registration that has not synced once the informer has (see
+	// InitialProgress); 0 = DefaultListProgressInterval (5s), negative = never.
 	ListProgressInterval time.Duration
 
 	// StorageCodec turns on compact storage (see IndexerOptions.Codec): the
