@@ -86,6 +86,10 @@ type Cache struct {
 	// sharder is the replica's share of the sharded kinds; nil without WithSharding.
 	sharder *sharder
 
+	// foreign are the kinds Options.NewInformer builds informers for that are not
+	// deltacache's, served by controller-runtime's cache; nil without NewInformer.
+	foreign *foreignKinds
+
 	// listWatcher builds the ListerWatcher of one scope; newListWatch except in tests.
 	listWatcher func(key entryKey, mapping *meta.RESTMapping, namespaced bool,
 		opts informer.ListWatchOptions) (toolscache.ListerWatcher, error)
@@ -112,9 +116,12 @@ func New(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
 // The returned function defaults opts as controller-runtime's cache.New does: Scheme to
 // client-go's scheme.Scheme, HTTPClient to rest.HTTPClientFor(cfg), Mapper to
 // apiutil.NewDynamicRESTMapper. It honours every Options field, with
-// controller-runtime's precedence ByObject → DefaultNamespaces[namespace] → Default*,
-// except NewInformer: a non-nil NewInformer is an error, because deltacache supplies
-// its own informers. Other errors: nil cfg, invalid Config (label keys, page size),
+// controller-runtime's precedence ByObject → DefaultNamespaces[namespace] → Default*.
+// With NewInformer set, a kind whose informer it builds as something other than
+// deltacache's own (*informer.SharedIndexInformer, e.g. informer.NewInformer) runs that
+// informer, cached by controller-runtime's informer cache with the same Options, and
+// lacks deltacache's compact storage, label indexes, bounded handler queues and
+// sharding (see foreignKinds); the other kinds are deltacache's. Errors: nil cfg, invalid Config (label keys, page size),
 // ByObject types that are unknown to the Scheme or RESTMapper or have Namespaces set
 // although cluster-scoped. The returned cache does nothing until Start.
 func NewWith(options ...Option) crcache.NewCacheFunc {
@@ -130,10 +137,6 @@ func NewWith(options ...Option) crcache.NewCacheFunc {
 func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, error) {
 	if cfg == nil {
 		return nil, errors.New("deltacache: rest.Config must not be nil")
-	}
-	if opts.NewInformer != nil {
-		return nil, errors.New("deltacache: cache.Options.NewInformer is not supported: " +
-			"deltacache supplies its own informers (pkg/informer); leave NewInformer nil")
 	}
 	settings, err := settings.complete()
 	if err != nil {
@@ -216,6 +219,9 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 			return nil, err
 		}
 	}
+	if c.foreign, err = newForeignKinds(cfg, opts); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -243,6 +249,9 @@ func (c *Cache) GetInformer(
 	if err != nil {
 		return nil, err
 	}
+	if c.isForeign(entryKey{gvk: gvk, shape: shapeOf(obj)}, obj) {
+		return c.foreign.cache.GetInformer(ctx, obj, opts...)
+	}
 	e, _, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj, false, blockUntilSynced(opts))
 	if err != nil {
 		return nil, err
@@ -268,6 +277,9 @@ func (c *Cache) GetInformerForKind(
 		u.SetGroupVersionKind(gvk)
 		obj = u
 	}
+	if co, ok := obj.(client.Object); ok && c.isForeign(entryKey{gvk: gvk, shape: shapeOf(obj)}, obj) {
+		return c.foreign.cache.GetInformer(ctx, co, opts...)
+	}
 	e, _, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj, false, blockUntilSynced(opts))
 	if err != nil {
 		return nil, err
@@ -279,12 +291,16 @@ func (c *Cache) GetInformerForKind(
 // no-op if there is none. Handlers registered on it receive no further events; the next
 // read or GetInformer of that kind creates a fresh informer (without the indexes added
 // to the old one). Errors only when obj's GVK cannot be determined.
-func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
+func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
 	gvk, err := apiutil.GVKForObject(obj, c.scheme)
 	if err != nil {
 		return err
 	}
 	key := entryKey{gvk: gvk, shape: shapeOf(obj)}
+	if c.isForeign(key, obj) {
+		c.forgetForeign(key)
+		return c.foreign.cache.RemoveInformer(ctx, obj)
+	}
 	if c.informers.remove(key) {
 		c.log.V(1).Info("informer removed", "informer", key.String())
 	}
@@ -295,6 +311,15 @@ func (c *Cache) RemoveInformer(_ context.Context, obj client.Object) error {
 // as it is created. It blocks until ctx ends, then waits for the informers to stop and
 // returns nil. A second call returns an error.
 func (c *Cache) Start(ctx context.Context) error {
+	if c.foreign != nil && c.foreign.started.CompareAndSwap(false, true) {
+		done := make(chan error, 1)
+		go func() { done <- c.foreign.cache.Start(ctx) }()
+		defer func() {
+			if err := <-done; err != nil {
+				c.log.Error(err, "controller-runtime's cache of the kinds of Options.NewInformer")
+			}
+		}()
+	}
 	if c.adaptive.claim() { // the first Start only
 		done := make(chan struct{})
 		go func() {
@@ -337,9 +362,16 @@ func (c *Cache) Start(ctx context.Context) error {
 // controller-runtime's behaviour. It also waits while a blocking GetInformer waits for
 // a kind that is not served yet (see GetInformer), and logs the kinds once.
 func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
-	return c.waitForMissingKinds(ctx, func() bool {
+	synced := c.waitForMissingKinds(ctx, func() bool {
 		return c.informers.WaitForCacheSync(ctx, c.settings.WaitThroughSyncErrors)
 	})
+	if !synced && ctx.Err() != nil {
+		c.logNotSynced()
+	}
+	if synced && c.foreign != nil {
+		synced = c.foreign.cache.WaitForCacheSync(ctx)
+	}
+	return synced
 }
 
 // NeedLeaderElection returns false: the cache runs on every replica, as

@@ -33,7 +33,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -41,20 +40,6 @@ import (
 
 	"github.com/deltacache/deltacache/pkg/informer"
 )
-
-func TestNewRejectsNewInformer(t *testing.T) {
-	_, err := New(&rest.Config{Host: unreachableHost}, crcache.Options{
-		Mapper: testMapper(),
-		NewInformer: func(
-			toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers,
-		) toolscache.SharedIndexInformer {
-			return nil
-		},
-	})
-	if err == nil || !strings.Contains(err.Error(), "NewInformer") || !strings.Contains(err.Error(), "its own informers") {
-		t.Errorf("err = %v", err)
-	}
-}
 
 func TestNewWithRejectsInvalidLabelIndexKeys(t *testing.T) {
 	newCache := NewWith(WithLabelIndexes(appLabel, "not a key!"))

@@ -60,7 +60,6 @@ import (
 //     TypeMeta, as controller-runtime's, unless WithTypeMetaOnHandlerObjects: the case
 //     "handler and store objects" (the same on both sides), and
 //     TestTypedObjectsHaveAnEmptyTypeMetaUnlessTypeMetaOnHandlerObjects for the option;
-//   - a non-nil Options.NewInformer is an error: the case "NewInformer is rejected";
 //   - MatchingFields on a field without an index is an error whatever the data
 //     (controller-runtime errs only when the first field's lookup finds objects): the
 //     case "MatchingFields with an unindexed second field";
@@ -713,21 +712,28 @@ func managedFieldsCase() conformanceCase {
 
 func newInformerCase() conformanceCase {
 	return conformanceCase{
-		name:       "NewInformer is rejected",
-		differs:    "deltacache's New returns an error for a non-nil Options.NewInformer: it supplies its own informers",
-		notStarted: true,
+		name: "NewInformer builds the informer of a kind",
+		opts: func(*conformanceFixture) crcache.Options {
+			return crcache.Options{NewInformer: toolscache.NewSharedIndexInformer}
+		},
 		run: func(t *testing.T, e *conformanceEnv) {
-			_, err := e.newCache(cfg, crcache.Options{HTTPClient: httpClient, Mapper: mapper,
-				NewInformer: toolscache.NewSharedIndexInformer})
-			if e.impl == implControllerRuntime {
-				if err != nil {
-					t.Errorf("controller-runtime's New with NewInformer: %v", err)
-				}
-				return
+			inf, err := e.c.GetInformer(e.ctx, &corev1.ConfigMap{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if err == nil || !strings.Contains(err.Error(), "NewInformer is not supported") {
-				t.Errorf("New with NewInformer: %v, want an error naming NewInformer", err)
+			// controller-runtime hands out the informer NewInformer built.
+			if _, ok := inf.(toolscache.SharedIndexInformer); !ok {
+				t.Errorf("GetInformer returned a %T, want the client-go informer NewInformer built", inf)
 			}
+			var cm corev1.ConfigMap
+			if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: e.f.ns1, Name: "a"}, &cm); err != nil {
+				t.Fatal(err)
+			}
+			if cm.Data["owner"] != e.f.owner || cm.GroupVersionKind() != gvkConfigMap {
+				t.Errorf("Get: data %v gvk %v", cm.Data, cm.GroupVersionKind())
+			}
+			expectKeys(t, "List app=web", e.listKeys(t, &corev1.ConfigMapList{}, client.MatchingLabels{appLabel: e.f.web}),
+				e.f.ns1+"/a", e.f.ns1+"/b", e.f.ns2+"/d", e.f.ns3+"/f")
 		},
 	}
 }

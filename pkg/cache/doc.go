@@ -48,8 +48,10 @@ limitations under the License.
 // which path each List took.
 //
 // Every cache.Options field of controller-runtime v0.25 is honoured with controller-runtime's
-// precedence (ByObject → DefaultNamespaces[namespace] → Default*), except NewInformer,
-// which New rejects with an error: deltacache supplies its own informers. The
+// precedence (ByObject → DefaultNamespaces[namespace] → Default*). NewInformer too: a
+// kind whose informer it builds as something other than deltacache's own runs that
+// informer, cached by controller-runtime's informer cache, without deltacache's compact
+// storage, label indexes, bounded handler queues and sharding (see New). The
 // conformance suite (conformance_test.go) runs the same cases against
 // controller-runtime's cache.New and this package's New in envtest. Every deliberate
 // difference is listed in the README ("Differences from controller-runtime's cache"),
@@ -57,8 +59,7 @@ limitations under the License.
 // contained panics (WithCrashOnHandlerPanic), stripped managedFields
 // (WithKeepManagedFields), apiVersion/kind on typed handler objects only with
 // WithTypeMetaOnHandlerObjects (typed objects reach transforms, index functions, handlers
-// and GetStore/GetIndexer with an empty TypeMeta, as controller-runtime's), NewInformer
-// rejected, a stricter MatchingFields check, early sync failure
+// and GetStore/GetIndexer with an empty TypeMeta, as controller-runtime's), a stricter MatchingFields check, early sync failure
 // (WithWaitThroughSyncErrors), a per-call UnsafeDisableDeepCopy(false) honoured, kinds
 // missing from the Scheme served as unstructured by GetInformerForKind, objects handed
 // out that are not the cache's own under compact storage (WithoutCompactStorage), and a

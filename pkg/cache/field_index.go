@@ -27,6 +27,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/deltacache/deltacache/pkg/informer"
 )
@@ -69,6 +70,9 @@ var errNonExactFieldMatch = errors.New("non-exact field matches are not supporte
 func (c *Cache) IndexField(
 	ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc,
 ) error {
+	if gvk, err := apiutil.GVKForObject(obj, c.scheme); err == nil && c.isForeign(entryKey{gvk: gvk, shape: shapeOf(obj)}, obj) {
+		return c.foreign.cache.IndexField(ctx, obj, field, extractValue)
+	}
 	informer, err := c.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
 	if err != nil {
 		return err

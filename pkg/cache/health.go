@@ -37,6 +37,13 @@ import (
 // after its server-side timeout if the connection died.
 const DefaultStallTimeout = 15 * time.Minute
 
+// DefaultRefusedNotReadyAfter is how long a synced informer may be refused (Forbidden,
+// Unauthorized) before the readyz check fails, when Config.RefusedNotReadyAfter is
+// zero. A minute is past a few backoff retries (a binding being replaced, a token
+// being rotated) and well inside the minutes a revoked permission would otherwise go
+// unnoticed.
+const DefaultRefusedNotReadyAfter = time.Minute
+
 // ReadyzCheck returns a healthz.Checker for the Manager's readyz endpoint
 // (mgr.AddReadyzCheck): it fails before the cache has started and while any informer
 // of the cache has not synced, with one line per such informer, naming its resource
@@ -48,7 +55,15 @@ const DefaultStallTimeout = 15 * time.Minute
 // a line per kind a controller waits for because it is not served (its CRD is not
 // installed yet, see GetInformer), and passes when every informer has synced and no
 // kind is waited for (removed and stopped informers do not
-// count). controller-runtime's Manager withholds the reason on /readyz and logs it;
+// count). It also fails, with a line per kind,
+//
+//	sprockets.obs.deltacache.io: refused (forbidden) for 1m5s: Sprocket.v1.obs.deltacache.io (unstructured): ...
+//
+// a line per event handler of a synced informer that has not synced (see
+// handlerLines: the handler, its initial objects delivered out of the total, its
+// rate), and fails when an informer that has synced has been refused (its LastError a Forbidden or
+// Unauthorized *informer.ListWatchError) for longer than Config.RefusedNotReadyAfter:
+// its data then no longer changes. The healthz check does not count that. controller-runtime's Manager withholds the reason on /readyz and logs it;
 // /readyz/<check name> shows it. It never blocks.
 func (c *Cache) ReadyzCheck() healthz.Checker {
 	return func(*http.Request) error { return c.notReady() }
@@ -129,10 +144,15 @@ func (c *Cache) notReady() error {
 	if !started {
 		return errors.New("the informer cache has not started")
 	}
-	lines := c.missingKindLines()
+	lines := append(c.missingKindLines(), c.foreignNotReadyLines()...)
+	now := c.clock.Now()
 	for _, s := range scopes {
 		inf := s.scope.informer
 		if inf.HasSynced() {
+			if line, ok := c.refusedLine(s.key, inf, now); ok {
+				lines = append(lines, line)
+			}
+			lines = append(lines, c.handlerLines(s.key, inf)...)
 			continue
 		}
 		if last := inf.LastError(); last != nil {
@@ -143,6 +163,26 @@ func (c *Cache) notReady() error {
 		}
 	}
 	return joinLines(lines)
+}
+
+// refusedLine is the readyz line of a synced informer refused (Forbidden,
+// Unauthorized) for longer than Config.RefusedNotReadyAfter at now; ok false otherwise.
+func (c *Cache) refusedLine(key entryKey, inf *informer.SharedIndexInformer, now time.Time) (string, bool) {
+	bound := c.settings.RefusedNotReadyAfter
+	last, since := inf.LastErrorSince()
+	if bound < 0 || last == nil {
+		return "", false
+	}
+	lwe, ok := errors.AsType[*informer.ListWatchError](last)
+	if !ok || (lwe.Reason != informer.ReasonForbidden && lwe.Reason != informer.ReasonUnauthorized) {
+		return "", false
+	}
+	refused := now.Sub(since)
+	if refused <= bound {
+		return "", false
+	}
+	return fmt.Sprintf("%s: refused (%s) for %s, serving its data as it was then: %v",
+		c.resourceName(key), reasonPhrase(last), refused.Round(time.Second), last), true
 }
 
 // stalled is the healthz check at time now.

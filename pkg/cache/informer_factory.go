@@ -115,6 +115,8 @@ func (c *Cache) newScopedInformer(
 		Logger:              c.log,
 		PageSize:            c.settings.ListPageSize,
 		Backoff:             c.settings.Backoff,
+		MinWatchTimeout:     c.settings.MinWatchTimeout,
+		WatchStallTimeout:   c.settings.WatchStallTimeout,
 		Clock:               c.clock,
 		MetricLabels:        metricLabels(key),
 		HandlerLabel:        handlerLabel,

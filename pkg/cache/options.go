@@ -182,6 +182,32 @@ type Config struct {
 	// of a hash of its executable (see informer.Snapshot.Version).
 	// Zero value (""): only the same executable resumes a snapshot.
 	SnapshotVersion string
+
+	// RefusedNotReadyAfter is how long an informer that has synced may be refused by
+	// the API server (its last list/watch error Forbidden or Unauthorized, typically
+	// RBAC revoked) before the readyz check fails naming its kind: meanwhile the cache
+	// serves the kind's data as it was when the refusals began.
+	// Zero value: DefaultRefusedNotReadyAfter (one minute); negative: never (readyz
+	// then only covers informers that have not synced).
+	RefusedNotReadyAfter time.Duration
+
+	// MinWatchTimeout: each watch asks the API server to end it after a random time in
+	// [MinWatchTimeout, 2×MinWatchTimeout] (the request's timeoutSeconds); the informer
+	// then watches again from its last resourceVersion. A watch is authorised when it
+	// is opened, so this also bounds how long a revoked permission goes unnoticed on a
+	// kind that keeps streaming.
+	// Zero value: informer.DefaultMinWatchTimeout (5 minutes, client-go's).
+	MinWatchTimeout time.Duration
+
+	// WatchStallTimeout: an open watch that delivers nothing (no event, no bookmark)
+	// for this long is abandoned and re-opened from the informer's last
+	// resourceVersion (no relist), logged once and counted in
+	// deltacache_informer_errors_total{op="watch",reason="WatchStalled"}: a proxy or
+	// load balancer that keeps the connection but forwards nothing is noticed then,
+	// not at the watch's own timeout plus a minute (up to 11 minutes).
+	// Zero value: informer.DefaultWatchStallTimeout (2 minutes, two of
+	// kube-apiserver's bookmark intervals); negative: off.
+	WatchStallTimeout time.Duration
 }
 
 // Option sets a deltacache-only setting; pass Options to NewWith.
@@ -251,6 +277,31 @@ func WithoutStringInterning() Option {
 func WithBackoff(b informer.Backoff) Option {
 	return func(c *Config) {
 		c.Backoff = b
+	}
+}
+
+// WithRefusedNotReadyAfter sets how long a synced informer may be refused (Forbidden,
+// Unauthorized) before the readyz check fails (see Config.RefusedNotReadyAfter); a
+// negative d turns that off.
+func WithRefusedNotReadyAfter(d time.Duration) Option {
+	return func(c *Config) {
+		c.RefusedNotReadyAfter = d
+	}
+}
+
+// WithMinWatchTimeout sets the lower bound of every watch's server-side timeout (see
+// Config.MinWatchTimeout).
+func WithMinWatchTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		c.MinWatchTimeout = d
+	}
+}
+
+// WithWatchStallTimeout sets how long an open watch may deliver nothing before it is
+// re-opened (see Config.WatchStallTimeout); a negative d turns that off.
+func WithWatchStallTimeout(d time.Duration) Option {
+	return func(c *Config) {
+		c.WatchStallTimeout = d
 	}
 }
 
@@ -489,6 +540,12 @@ func (c Config) complete() (Config, error) {
 	}
 	if c.MutationCheckPeriod == 0 {
 		c.MutationCheckPeriod = defaultMutationCheckPeriod
+	}
+	if c.RefusedNotReadyAfter == 0 {
+		c.RefusedNotReadyAfter = DefaultRefusedNotReadyAfter
+	}
+	if c.MinWatchTimeout < 0 {
+		errs = append(errs, fmt.Sprintf("min watch timeout must not be negative, got %s", c.MinWatchTimeout))
 	}
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("deltacache: invalid cache config: %s", strings.Join(errs, ", "))

@@ -63,6 +63,9 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, out client.Object
 	if err != nil {
 		return err
 	}
+	if c.isForeign(entryKey{gvk: gvk, shape: shapeOf(out)}, out) {
+		return c.foreign.cache.Get(ctx, key, out, opts...)
+	}
 	e, s, err := c.scopeForRead(ctx, gvk, key.Namespace, out)
 	if e != nil && !e.namespaced {
 		key.Namespace = ""
@@ -148,6 +151,9 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	gvk, example, err := c.objectTypeForListObject(list)
 	if err != nil {
 		return err
+	}
+	if c.isForeign(entryKey{gvk: gvk, shape: shapeOf(example)}, example) {
+		return c.foreign.cache.List(ctx, list, opts...)
 	}
 	listOpts := client.ListOptions{}
 	listOpts.ApplyOptions(opts)

@@ -83,8 +83,13 @@ type HandlerRegistration struct {
 
 	informerSynced bool
 	initialLeft    int // initial-list adds not yet delivered (or merged into another)
-	synced         chan struct{}
-	syncedClosed   bool
+	// initialQueued counts the initial-list adds enqueued, initialSince the
+	// time of the first, syncedAt the time synced closed (see InitialProgress).
+	initialQueued int
+	initialSince  time.Time
+	syncedAt      time.Time
+	synced        chan struct{}
+	syncedClosed  bool
 
 	panics    atomic.Uint64
 	delivered atomic.Uint64
@@ -168,6 +173,10 @@ func (r *HandlerRegistration) enqueue(key string, n notification) {
 	}
 	if n.initial {
 		r.initialLeft++
+		if r.initialQueued == 0 {
+			r.initialSince = r.informer.clock.Now()
+		}
+		r.initialQueued++
 	}
 	pk, queued := r.pending[key]
 	if !queued {
@@ -293,6 +302,7 @@ func (r *HandlerRegistration) markInformerSynced() {
 func (r *HandlerRegistration) checkSyncedLocked() {
 	if !r.syncedClosed && r.informerSynced && r.initialLeft == 0 {
 		r.syncedClosed = true
+		r.syncedAt = r.informer.clock.Now()
 		close(r.synced)
 	}
 }

@@ -53,8 +53,12 @@ type Options struct {
 	// MinWatchTimeout: each watch asks for a timeout in [min, 2×min];
 	// 0 = 5 minutes.
 	MinWatchTimeout time.Duration
-	// WatchStallTimeout: a watch that delivers nothing for this long is
-	// abandoned and re-opened; 0 = only a watch outliving its own timeout.
+	// WatchStallTimeout: a watch that delivers nothing (no event, no
+	// bookmark) for this long is abandoned and re-opened from the last RV,
+	// logged once and counted in deltacache_informer_errors_total
+	// {op="watch",reason="WatchStalled"}; 0 = DefaultWatchStallTimeout
+	// (2 minutes, two of kube-apiserver's bookmark intervals); negative =
+	// only a watch outliving its own server-side timeout by a minute.
 	WatchStallTimeout time.Duration
 	// Clock for timers (resync, backoff, watch stalls); default real time.
 	Clock clock.WithTicker
@@ -79,8 +83,9 @@ type Options struct {
 	HandlerLabel func(toolscache.ResourceEventHandler) string
 	// Metrics receives the informer's metrics; nil = DefaultMetrics.
 	Metrics *Metrics
-	// ListProgressInterval: a long list logs its progress this often;
-	// 0 = DefaultListProgressInterval (5s), negative = never.
+	// ListProgressInterval: a long list logs its progress this often, and so
+	// does each registration that has not synced once the informer has (see
+	// InitialProgress); 0 = DefaultListProgressInterval (5s), negative = never.
 	ListProgressInterval time.Duration
 
 	// StorageCodec turns on compact storage (see IndexerOptions.Codec): the
@@ -148,6 +153,8 @@ type SharedIndexInformer struct {
 	log        logr.Logger
 	startTime  time.Time
 	resyncWake chan struct{}
+	// progressWake wakes syncProgressLoop (buffer of one).
+	progressWake chan struct{}
 	// obs is the informer's metric state, set once by Run.
 	obs atomic.Pointer[informerMetrics]
 	// codecErrs are the keys whose storage codec errors were logged.
@@ -175,6 +182,7 @@ func NewSharedIndexInformer(
 		transform:            opts.Transform,
 		watchErrorHandler:    opts.WatchErrorHandler,
 		resyncWake:           make(chan struct{}, 1),
+		progressWake:         make(chan struct{}, 1),
 		log:                  opts.Logger,
 	}
 	if s.clock == nil {
@@ -249,6 +257,17 @@ func (s *SharedIndexInformer) LastError() error {
 		return r.LastError()
 	}
 	return nil
+}
+
+// LastErrorSince returns LastError and since when the informer's list/watch
+// errors have had its reason (ListWatchError.Reason) with no successful list
+// or watch between them: a kind refused since then has served data that no
+// longer changes since then, at the latest. nil and the zero time when healthy.
+func (s *SharedIndexInformer) LastErrorSince() (error, time.Time) {
+	if r := s.getReflector(); r != nil {
+		return r.LastErrorSince()
+	}
+	return nil, time.Time{}
 }
 
 // LastListSummary describes the last successful list; ok is false before one.
@@ -364,6 +383,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.reflector.Run(ctx) })
 	wg.Go(func() { s.resyncLoop(ctx) })
+	wg.Go(func() { s.syncProgressLoop(ctx) })
 	if s.opts.ConsistencyCheck.enabled() {
 		wg.Go(func() { s.consistencyLoop(ctx) })
 	}
@@ -477,6 +497,7 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 	}
 	if s.syncMarked {
 		reg.markInformerSynced()
+		s.wakeSyncProgress()
 	}
 	s.handlers = append(s.handlers, reg)
 	s.wakeResync()
@@ -578,6 +599,7 @@ func (s *SharedIndexInformer) markSynced() {
 	}
 	log, start, r := s.log, s.startTime, s.reflector
 	s.mu.Unlock()
+	s.wakeSyncProgress()
 	s.obs.Load().markSynced()
 	stats, _ := r.LastListSummary()
 	stored := s.indexer.StoredStats()

@@ -126,6 +126,8 @@ type Metrics struct {
 
 	objects, synced, syncDuration, lastEventAge, resourceVersion, fifoDepth, pendingKeys *prometheus.Desc
 
+	handlerSynced, handlerInitial, handlerInitialDelivered *prometheus.Desc
+
 	mu      sync.Mutex
 	running map[*SharedIndexInformer]*informerMetrics
 	refs    map[MetricLabels]int
@@ -233,6 +235,14 @@ func NewMetrics() *Metrics {
 			"Keys queued in the DeltaFIFO, waiting for the informer to apply them."),
 		pendingKeys: gauge("deltacache_handler_pending_keys",
 			"Keys with notifications waiting for delivery to an event handler.", "handler"),
+		handlerSynced: gauge("deltacache_handler_synced",
+			"1 once the event handler has been handed every object of its initial list and returned "+
+				"(its registration's HasSynced, which controller-runtime waits for), else 0.", "handler"),
+		handlerInitial: gauge("deltacache_handler_initial_objects",
+			"Objects of the event handler's initial list (or of the store replayed to a handler added "+
+				"after start) queued for it; final once the informer has synced.", "handler"),
+		handlerInitialDelivered: gauge("deltacache_handler_initial_objects_delivered",
+			"Objects of the event handler's initial list delivered to it so far; deriv() gives its rate.", "handler"),
 
 		snapshot: newSnapshotVecs(),
 
@@ -260,7 +270,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		c.Describe(ch)
 	}
 	for _, d := range []*prometheus.Desc{m.shardServer, m.storedBytes, m.storedObjects, m.objects, m.synced, m.syncDuration, m.lastEventAge,
-		m.resourceVersion, m.fifoDepth, m.pendingKeys} {
+		m.resourceVersion, m.fifoDepth, m.pendingKeys, m.handlerSynced, m.handlerInitial, m.handlerInitialDelivered} {
 		ch <- d
 	}
 }
@@ -275,6 +285,8 @@ type aggregate struct {
 	minRV           float64
 	hasRV           bool
 	pending         map[string]float64
+	// initial are the handlers' initial progress, by handler label.
+	initial map[string]*handlerInitialSums
 	// shardKnown: some informer learnt the server's sharding; shardAll: all
 	// that learnt it found it honoured.
 	shardKnown, shardAll bool
@@ -294,7 +306,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for s, im := range running {
 		a := groups[im.labels]
 		if a == nil {
-			a = &aggregate{allSynced: true, shardAll: true, pending: map[string]float64{}}
+			a = &aggregate{allSynced: true, shardAll: true, pending: map[string]float64{},
+				initial: map[string]*handlerInitialSums{}}
 			groups[im.labels] = a
 		}
 		stored := s.indexer.StoredStats()
@@ -327,6 +340,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		s.mu.Unlock()
 		for _, h := range handlers {
 			a.pending[h.label] += float64(h.Pending())
+			a.addInitial(h.InitialProgress())
 		}
 	}
 	for labels, a := range groups {
@@ -352,10 +366,33 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		for handler, n := range a.pending {
 			gauge(m.pendingKeys, n, handler)
 		}
+		for handler, sums := range a.initial {
+			gauge(m.handlerSynced, map[bool]float64{true: 1, false: 0}[sums.allSynced], handler)
+			gauge(m.handlerInitial, sums.total, handler)
+			gauge(m.handlerInitialDelivered, sums.delivered, handler)
+		}
 		if a.shardKnown {
 			gauge(m.shardServer, map[bool]float64{true: 1, false: 0}[a.shardAll])
 		}
 	}
+}
+
+// handlerInitialSums add up the InitialProgress of the registrations of one
+// handler label (in informers with equal labels).
+type handlerInitialSums struct {
+	total, delivered float64
+	allSynced        bool
+}
+
+func (a *aggregate) addInitial(p InitialProgress) {
+	sums := a.initial[p.Label]
+	if sums == nil {
+		sums = &handlerInitialSums{allSynced: true}
+		a.initial[p.Label] = sums
+	}
+	sums.total += float64(p.Total)
+	sums.delivered += float64(p.Delivered)
+	sums.allSynced = sums.allSynced && p.Synced
 }
 
 // register adds a starting informer and returns its metric state.

@@ -219,6 +219,19 @@ func TestMetricsPerHandlerPendingKeysPanicsAndCalls(t *testing.T) {
 	eventually(t, 5*time.Second, "two pending keys", func() bool {
 		return metricValue(t, reg, podLabels, "deltacache_handler_pending_keys{handler=informer.stuckHandler}") == 2
 	})
+	// It has not returned from its first call: none of its 3 initial objects is delivered.
+	stuck := gathered(t, reg, podLabels)
+	for name, want := range map[string]float64{
+		"deltacache_handler_synced{handler=informer.stuckHandler}":                              0,
+		"deltacache_handler_initial_objects{handler=informer.stuckHandler}":                     3,
+		"deltacache_handler_initial_objects_delivered{handler=informer.stuckHandler}":           0,
+		"deltacache_handler_synced{handler=cache.ResourceEventHandlerFuncs}":                    1,
+		"deltacache_handler_initial_objects_delivered{handler=cache.ResourceEventHandlerFuncs}": 3,
+	} {
+		if got, ok := stuck[name]; !ok || got != want {
+			t.Errorf("while stuck, %s = %v (present %t), want %v", name, got, ok, want)
+		}
+	}
 	close(slow.handler.(stuckHandler).release)
 	waitSynced(t, slow.HasSyncedChecker())
 	eventually(t, 5*time.Second, "slow handler done", func() bool {
@@ -240,6 +253,12 @@ func TestMetricsPerHandlerPendingKeysPanicsAndCalls(t *testing.T) {
 		"deltacache_handler_panics_total{handler=informer.stuckHandler}":                               0,
 		"deltacache_handler_processing_latency_seconds_count{handler=cache.ResourceEventHandlerFuncs}": 3,
 		"deltacache_handler_processing_latency_seconds_count{handler=informer.stuckHandler}":           3,
+		"deltacache_handler_synced{handler=cache.ResourceEventHandlerFuncs}":                           1,
+		"deltacache_handler_synced{handler=informer.stuckHandler}":                                     1,
+		"deltacache_handler_initial_objects{handler=cache.ResourceEventHandlerFuncs}":                  3,
+		"deltacache_handler_initial_objects{handler=informer.stuckHandler}":                            3,
+		"deltacache_handler_initial_objects_delivered{handler=cache.ResourceEventHandlerFuncs}":        3,
+		"deltacache_handler_initial_objects_delivered{handler=informer.stuckHandler}":                  3,
 	})
 }
 

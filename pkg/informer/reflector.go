@@ -47,6 +47,19 @@ const DefaultMinWatchTimeout = 5 * time.Minute
 // controller-runtime's two-minute CacheSyncTimeout.
 const DefaultWatchListTimeout = 10 * time.Second
 
+// DefaultWatchStallTimeout is how long an open watch may deliver nothing (no
+// event, no bookmark) before it is abandoned and re-opened from the last RV,
+// when WatchStallTimeout is 0. The Reflector always asks for bookmarks, and
+// kube-apiserver's watch cache sends a watcher one about every minute
+// (k8s.io/apiserver pkg/storage/cacher, defaultBookmarkFrequency), plus one
+// 2 s before the watch's deadline. Two intervals tolerate one lost or late
+// bookmark (they are best effort) and bound a silent watch's stale data to
+// two minutes instead of its timeoutSeconds plus a minute (up to 11). A
+// server that sends no bookmarks (an aggregated API without a watch cache)
+// costs a re-watch from the same RV every two minutes on a quiet kind, never
+// a relist.
+const DefaultWatchStallTimeout = 2 * time.Minute
+
 // shortWatch: a watch that ends without events sooner than this is retried
 // after a backoff delay instead of at once.
 const shortWatch = time.Second
@@ -64,8 +77,8 @@ type reflectorOptions struct {
 	MinWatchTimeout time.Duration
 	// WatchStallTimeout: an open watch that delivers nothing (no event, no
 	// bookmark, no close) for this long is abandoned and re-opened from the
-	// last RV. 0 = only abandon a watch that outlives its own server-side
-	// timeout by a minute (a dead connection).
+	// last RV. 0 = DefaultWatchStallTimeout; negative = only abandon a watch
+	// that outlives its own server-side timeout by a minute.
 	WatchStallTimeout time.Duration
 	// WatchErrorHandler is called for every list/watch error. Its
 	// *toolscache.Reflector is a stand-in that is never run: its Name and
@@ -158,9 +171,12 @@ type reflector struct {
 	// goroutine uses it.
 	watchListOff string
 
-	mu        sync.Mutex
-	lastRV    string
-	lastErr   error
+	mu      sync.Mutex
+	lastRV  string
+	lastErr error
+	// errSince is when lastErr's reason began to repeat: the time of the
+	// first error of the current run of errors with that reason.
+	errSince  time.Time
 	lastList  ListSummary
 	listCount int
 
@@ -223,6 +239,9 @@ func newReflector(
 	if r.opts.MinWatchTimeout <= 0 {
 		r.opts.MinWatchTimeout = DefaultMinWatchTimeout
 	}
+	if r.opts.WatchStallTimeout == 0 {
+		r.opts.WatchStallTimeout = DefaultWatchStallTimeout
+	}
 	if expectedType != nil {
 		r.expectedType = reflect.TypeOf(expectedType)
 		if u, ok := expectedType.(*unstructured.Unstructured); ok {
@@ -260,6 +279,15 @@ func (r *reflector) LastError() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastErr
+}
+
+// LastErrorSince returns LastError and since when the errors have had its
+// reason without a successful list or watch between them (the zero time with
+// a nil error).
+func (r *reflector) LastErrorSince() (error, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr, r.errSince
 }
 
 // LastListSummary describes the last successful list; ok is false before one.
@@ -546,7 +574,7 @@ func (r *reflector) install(ctx context.Context, op string, sel *ShardSelector, 
 func (r *reflector) recordList(rv string, stats ListSummary) {
 	r.mu.Lock()
 	r.lastRV = rv
-	r.lastErr = nil
+	r.lastErr, r.errSince = nil, time.Time{}
 	r.lastList = stats
 	r.listCount++
 	r.mu.Unlock()
@@ -616,8 +644,11 @@ func (r *reflector) watchLoop(ctx context.Context, open *openWatch) error {
 		if err != nil {
 			lwe := r.report(ctx, classify(r.name, "watch", err))
 			if lwe.Reason == ReasonWatchStalled {
-				r.logger(ctx).Info("watch stalled; re-watching",
-					"reflector", r.name, "resourceVersion", r.LastSyncResourceVersion())
+				// Once per abandoned watch; counted in
+				// deltacache_informer_errors_total{op="watch",reason="WatchStalled"}.
+				r.logger(ctx).Info("watch stalled: no event or bookmark; re-watching from the last resourceVersion",
+					"reflector", r.name, "resourceVersion", r.LastSyncResourceVersion(),
+					"watchedFor", r.clock.Since(start).Round(time.Second).String(), "why", lwe.Err.Error())
 				continue
 			}
 			return lwe
@@ -812,6 +843,9 @@ func (r *reflector) expected(obj runtime.Object) bool {
 // report records err as LastError, counts it and passes it to the WatchErrorHandler.
 func (r *reflector) report(ctx context.Context, err *ListWatchError) *ListWatchError {
 	r.mu.Lock()
+	if prev, ok := r.lastErr.(*ListWatchError); !ok || prev.Reason != err.Reason {
+		r.errSince = r.clock.Now()
+	}
 	r.lastErr = err
 	r.mu.Unlock()
 	return r.notify(ctx, err)
@@ -828,7 +862,7 @@ func (r *reflector) notify(ctx context.Context, err *ListWatchError) *ListWatchE
 
 func (r *reflector) clearError() {
 	r.mu.Lock()
-	r.lastErr = nil
+	r.lastErr, r.errSince = nil, time.Time{}
 	r.mu.Unlock()
 }
 
