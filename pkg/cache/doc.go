@@ -147,6 +147,8 @@ limitations under the License.
 //	intern.go                    the interner: the bounded table of shared metadata strings
 //	informers.go                 shapes, entries and the informer map; a synced scope's lookup
 //	                             (readyScope); waiting for a scope's sync
+//	foreign_informers.go         kinds whose informer Options.NewInformer built: served by
+//	                             controller-runtime's informer cache
 //	multi_namespace_informer.go  the informer GetInformer returns for several namespaces
 //	missing_kinds.go             a blocking GetInformer waiting for a kind not served yet
 //	reader.go                    Get and List: scope, wait, path (index or scan), copy
@@ -158,6 +160,8 @@ limitations under the License.
 //	read_your_writes.go          read your writes: WaitForResourceVersion, WaitForDeletion
 //	sync_errors.go               errors that keep informers from syncing: SyncError, SyncErrors
 //	health.go                    ReadyzCheck and HealthzCheck
+//	sync_progress.go             what readyz and WaitForCacheSync say of handlers not synced yet
+//	snapshot.go                  WithSnapshots: each informer's snapshot file, identity and diff
 //	drift_check.go               the drift check's metadata-only list of a scope
 //	sharding.go                  the ring and the shard selector of each sharded kind; NotInShardError
 //	sharding_namespace.go        sharding by namespace: following the Namespaces, NamespaceDebounce

@@ -40,11 +40,19 @@
 //	segment_table.go          the Indexer's content: per-key cells in copy-on-write segments
 //	hash_trie.go              the persistent hash trie (CHAMP) of the Indexer's indexes
 //	handler_queue.go          HandlerRegistration: one goroutine and one merging queue per handler
+//	handler_sync_progress.go  a registration's initial-list progress, logged while it has not synced
 //	informer_shard.go         moving a running informer to another shard selector
 //	shard_selector.go         ShardSelector, HashRange: KEP-5866's selector, hash and the shard filter
 //	shard_selector_server.go  what the API server accepts: selector length, coarsening
 //	consistency_check.go      the drift check: the store compared with a metadata-only LIST
 //	consistency_removals.go   the keys a running check must not count missing: removed after its list
+//	snapshot_options.go       Snapshot: the option, its defaults, the build identity
+//	snapshot_file.go          the snapshot file: format, atomic write, checked read
+//	snapshot_writer.go        writing the store at an interval and at stop, at the DeltaFIFO's drained RV
+//	snapshot_load.go          loading a snapshot into a private staging set
+//	snapshot_resume.go        the warm start: catch-up watch to the server's RV, hand-off as the first list
+//	snapshot_diff.go          the warm start after a 410: metadata LIST compared, changed objects fetched
+//	snapshot_metrics.go       starts, loads, fetches and writes counted
 //	metrics.go                Prometheus metrics of the pipeline and of each handler
 //	doc.go                    this overview
 //
