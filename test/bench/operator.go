@@ -106,16 +106,7 @@ func (w OperatorWorkload) Run(ctx context.Context) (Values, error) {
 		return nil, err
 	}
 	var received atomic.Int64
-	cfg := rest.CopyConfig(w.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
-			if resp != nil && resp.Body != nil {
-				resp.Body = &countedBody{ReadCloser: resp.Body, total: &received}
-			}
-			return resp, err
-		})
-	})
+	cfg := countingConfig(w.Config, &received)
 	began := time.Now()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 benchScheme(),
@@ -324,4 +315,20 @@ func operatorSection(o Options) Section {
 			{FigOpLost, "Changes never seen in an App status", "", false},
 		},
 	}
+}
+
+// countingConfig returns a copy of cfg whose transport adds the response-body bytes
+// its clients read to received.
+func countingConfig(cfg *rest.Config, received *atomic.Int64) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if resp != nil && resp.Body != nil {
+				resp.Body = &countedBody{ReadCloser: resp.Body, total: received}
+			}
+			return resp, err
+		})
+	})
+	return out
 }

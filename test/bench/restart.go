@@ -19,7 +19,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"runtime"
 	"strings"
@@ -80,16 +79,7 @@ type RestartWorkload struct {
 // Run measures one start and stop.
 func (w RestartWorkload) Run(ctx context.Context) (Values, error) {
 	var received atomic.Int64
-	cfg := rest.CopyConfig(w.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
-			if resp != nil && resp.Body != nil {
-				resp.Body = &countedBody{ReadCloser: resp.Body, total: &received}
-			}
-			return resp, err
-		})
-	})
+	cfg := countingConfig(w.Config, &received)
 	newCache := crcache.New
 	if w.Contender != ControllerRuntime {
 		newCache = dcache.NewWith(dcache.WithSnapshots(w.SnapshotDir))
