@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/deltacache/deltacache/internal/testenv"
@@ -129,8 +130,10 @@ func TestEnvtestReadyzFailsWithTheForbiddenErrorUntilRBACIsGranted(t *testing.T)
 	}
 }
 
-// grantSprocketReader lets user get, list and watch sprockets, until the test ends.
-func grantSprocketReader(t *testing.T, user string) {
+// grantSprocketReader lets user get, list and watch sprockets until the test ends, and
+// returns the binding (a test may delete and re-create it: the cleanup deletes it by
+// name, and tolerates its absence).
+func grantSprocketReader(t *testing.T, user string) *rbacv1.ClusterRoleBinding {
 	t.Helper()
 	name := "sprocket-reader-" + user
 	role := &rbacv1.ClusterRole{
@@ -148,9 +151,13 @@ func grantSprocketReader(t *testing.T, user string) {
 	create(t, role)
 	create(t, binding)
 	t.Cleanup(func() {
-		err := errors.Join(k8sClient.Delete(context.Background(), binding), k8sClient.Delete(context.Background(), role))
+		ctx := context.Background()
+		err := errors.Join(
+			client.IgnoreNotFound(k8sClient.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}})),
+			client.IgnoreNotFound(k8sClient.Delete(ctx, role)))
 		if err != nil {
 			t.Errorf("deleting the RBAC: %v", err)
 		}
 	})
+	return binding.DeepCopy()
 }

@@ -17,14 +17,11 @@ limitations under the License.
 package cache_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -43,7 +40,7 @@ func TestEnvtestReadyzFailsNamingTheKindWhenASyncedInformerIsRefusedUntilRBACIsR
 	if err != nil {
 		t.Fatal(err)
 	}
-	binding := sprocketReaderRBAC(t, userName)
+	binding := grantSprocketReader(t, userName)
 	c, err := dcache.NewWith(
 		dcache.WithRefusedNotReadyAfter(2*time.Second),
 		dcache.WithMinWatchTimeout(time.Second),
@@ -99,30 +96,4 @@ func TestEnvtestReadyzFailsNamingTheKindWhenASyncedInformerIsRefusedUntilRBACIsR
 	binding.ResourceVersion = ""
 	create(t, binding)
 	eventually(t, 30*time.Second, func() error { return readyz(nil) })
-}
-
-// sprocketReaderRBAC lets user get, list and watch sprockets and returns the binding
-// (the test may delete and re-create it); both are deleted when the test ends.
-func sprocketReaderRBAC(t *testing.T, user string) *rbacv1.ClusterRoleBinding {
-	t.Helper()
-	name := "sprocket-reader-" + user
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{sprocketGVK.Group}, Resources: []string{"sprockets"},
-			Verbs: []string{"get", "list", "watch"},
-		}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	create(t, role)
-	create(t, binding)
-	t.Cleanup(func() {
-		_ = k8sClient.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		_ = k8sClient.Delete(context.Background(), role)
-	})
-	return binding
 }
