@@ -25,11 +25,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -155,22 +153,7 @@ func TestEnvtestForbiddenInformerFailsWaitForCacheSyncUntilRBACAllowsIt(t *testi
 	}
 
 	// Grant list/watch on secrets: the informer's next retry syncs.
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: userName},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
-			Verbs: []string{"list", "watch"}}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: userName},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: userName},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: userName}},
-	}
-	create(t, role)
-	create(t, binding)
-	t.Cleanup(func() {
-		_ = k8sClient.Delete(context.Background(), binding)
-		_ = k8sClient.Delete(context.Background(), role)
-	})
+	grantClusterRole(t, userName, userName, "", "secrets", "list", "watch")
 	eventually(t, 20*time.Second, func() error { return dc.SyncError(gvkSecret) })
 	if !dc.WaitForCacheSync(ctx) {
 		t.Fatal("WaitForCacheSync returned false after RBAC allowed the list")

@@ -131,17 +131,20 @@ func TestEnvtestReadyzFailsWithTheForbiddenErrorUntilRBACIsGranted(t *testing.T)
 }
 
 // grantSprocketReader lets user get, list and watch sprockets until the test ends, and
-// returns the binding (a test may delete and re-create it: the cleanup deletes it by
-// name, and tolerates its absence).
+// returns the binding (see grantClusterRole).
 func grantSprocketReader(t *testing.T, user string) *rbacv1.ClusterRoleBinding {
 	t.Helper()
-	name := "sprocket-reader-" + user
+	return grantClusterRole(t, "sprocket-reader-"+user, user, sprocketGVK.Group, "sprockets", "get", "list", "watch")
+}
+
+// grantClusterRole binds user to a ClusterRole name allowing verbs on resource of
+// apiGroup, until the test ends, and returns the binding (a test may delete and
+// re-create it: the cleanup deletes it by name, and tolerates its absence).
+func grantClusterRole(t *testing.T, name, user, apiGroup, resource string, verbs ...string) *rbacv1.ClusterRoleBinding {
+	t.Helper()
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{sprocketGVK.Group}, Resources: []string{"sprockets"},
-			Verbs: []string{"get", "list", "watch"},
-		}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{apiGroup}, Resources: []string{resource}, Verbs: verbs}},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

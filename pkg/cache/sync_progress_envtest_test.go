@@ -24,8 +24,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -53,22 +51,7 @@ func TestEnvtestReadyzAndWaitForCacheSyncNameTheHandlerThatHoldsTheStartBack(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: userName},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"},
-			Verbs: []string{"list", "watch"}}},
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: userName},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: userName},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: userName}},
-	}
-	create(t, role)
-	create(t, binding)
-	t.Cleanup(func() {
-		_ = k8sClient.Delete(context.Background(), binding)
-		_ = k8sClient.Delete(context.Background(), role)
-	})
+	grantClusterRole(t, userName, userName, "", "configmaps", "list", "watch")
 
 	log, lines := capturingLogger()
 	c, err := dcache.NewWith(dcache.WithLogger(log), dcache.WithWaitThroughSyncErrors())(user.Config(),
