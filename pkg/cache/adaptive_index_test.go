@@ -397,16 +397,21 @@ func TestCandidatesByLabelsFallsBackWhenAnAdaptiveIndexIsGone(t *testing.T) {
 	c, _, _ := startAdaptive(t, 30, nil)
 	store := configMapEntry(t, c).scopes[0].indexer
 	lookups := []labelLookup{{key: appLabel, values: []string{"a1"}, auto: true}}
-	all, err := candidatesByLabels(store, lookups, "", informer.Selection{})
+	all, err := candidatesByLabels(store, lookups, false, "", informer.Selection{})
 	if err != nil || len(all) != 30 {
 		t.Fatalf("all namespaces: %d candidates, %v", len(all), err)
 	}
-	inA, err := candidatesByLabels(store, lookups, "a", informer.Selection{})
+	inA, err := candidatesByLabels(store, lookups, false, "a", informer.Selection{})
 	if err != nil || len(inA) != 10 {
 		t.Fatalf("namespace a: %d candidates, %v", len(inA), err)
 	}
+	// A lookup that answered the whole selector: the fallback still checks it.
+	selected, err := candidatesByLabels(store, lookups, true, "", informer.Selection{Labels: labels.SelectorFromSet(labels.Set{appLabel: "a1"})})
+	if err != nil || len(selected) != 3 {
+		t.Fatalf("answered lookup, index gone: %d candidates, %v; want the 3 with app=a1", len(selected), err)
+	}
 	lookups[0].auto = false
-	if _, err := candidatesByLabels(store, lookups, "", informer.Selection{}); err == nil {
+	if _, err := candidatesByLabels(store, lookups, false, "", informer.Selection{}); err == nil {
 		t.Fatal("a missing configured index is not an error")
 	}
 }

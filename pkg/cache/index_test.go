@@ -135,18 +135,18 @@ func TestCandidatesByLabelsPicksTheNarrowestLookup(t *testing.T) {
 		configMap("b", "d1", map[string]string{appLabel: "db", tierLabel: "back"}),
 	)
 	lookups := []labelLookup{{key: tierLabel, values: []string{"back"}}, {key: appLabel, values: []string{"db"}}}
-	got, err := candidatesByLabels(idx, lookups, "", informer.Selection{})
+	got, err := candidatesByLabels(idx, lookups, false, "", informer.Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"b/d1"}; !slices.Equal(namesOf(got), want) {
 		t.Errorf("narrowest: got %v, want %v (app=db has one object, tier=back three)", namesOf(got), want)
 	}
-	got, _ = candidatesByLabels(idx, []labelLookup{{key: appLabel, values: []string{webApp, "db"}}}, "b", informer.Selection{})
+	got, _ = candidatesByLabels(idx, []labelLookup{{key: appLabel, values: []string{webApp, "db"}}}, false, "b", informer.Selection{})
 	if want := []string{"b/d1", "b/w3"}; !slices.Equal(namesOf(got), want) {
 		t.Errorf("in (web,db) in b: got %v, want %v", namesOf(got), want)
 	}
-	got, _ = candidatesByLabels(idx, []labelLookup{{key: appLabel, values: []string{webApp}}, {key: tierLabel, values: []string{"none"}}}, "",
+	got, _ = candidatesByLabels(idx, []labelLookup{{key: appLabel, values: []string{webApp}}, {key: tierLabel, values: []string{"none"}}}, false, "",
 		informer.Selection{})
 	if len(got) != 0 {
 		t.Errorf("empty lookup: got %v", namesOf(got))

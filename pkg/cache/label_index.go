@@ -110,14 +110,20 @@ func indexableLabelRequirements(sel labels.Selector, indexed []string) []labelLo
 // the fewest (informer.Indexer.Select, which decodes only what it keeps). sel holds the
 // whole label selector, so the result is the intersection of all lookups without
 // building it. An object carries one value per label key, so the objects of the values
-// of one lookup are distinct.
+// of one lookup are distinct. answered says that lookups is one lookup that is the whole
+// selector: its objects are not checked against sel's labels again.
 //
 // An adaptive index dropped since the List was planned is not an error: the candidates
 // are then those of the namespace index, or every object, selected by sel.
-func candidatesByLabels(indexer *informer.Indexer, lookups []labelLookup, namespace string,
+func candidatesByLabels(indexer *informer.Indexer, lookups []labelLookup, answered bool, namespace string,
 	sel informer.Selection) ([]any, error) {
-	objs, err := candidatesByLabelIndexes(indexer, lookups, namespace, sel)
+	fromIndex := sel
+	if answered {
+		fromIndex.Labels = nil
+	}
+	objs, err := candidatesByLabelIndexes(indexer, lookups, namespace, fromIndex)
 	if err != nil && slices.ContainsFunc(lookups, func(l labelLookup) bool { return l.auto }) {
+		sel.Into = nil // the namespace's candidates were not counted for slots
 		return candidatesOfScope(indexer, namespace, sel)
 	}
 	return objs, err

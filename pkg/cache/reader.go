@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -169,9 +170,13 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 
 	var items []listItem
 	limit := listOpts.Limit
+	slots := slotsFor(list, example, &plan, scopes, listOpts.Namespace, limit)
 	for _, s := range scopes {
 		// The label selector and Limit are checked before decoding (Indexer.Select).
 		sel := informer.Selection{Labels: listOpts.LabelSelector}
+		if slots != nil {
+			sel.Into = slots.next
+		}
 		if limit > 0 {
 			if int64(len(items)) >= limit {
 				break
@@ -201,8 +206,10 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 			items = append(items, listItem{obj: obj, copy: copyItems, own: s.readsCopy})
 		}
 	}
-	if err := setListItems(list, items, gvk); err != nil {
-		return err
+	if slots == nil || !slots.set(list, items, gvk) {
+		if err := setListItems(list, items, gvk); err != nil {
+			return err
+		}
 	}
 	list.SetContinue("continue-not-supported")
 	return nil
@@ -283,6 +290,9 @@ type listPlan struct {
 	path   listPath
 	fields fields.Requirements
 	labels []labelLookup
+	// labelsAnswered: labels is one lookup that is the whole label selector, so
+	// every object its index files under the values matches the selector.
+	labelsAnswered bool
 }
 
 // planList validates the options against e and chooses the narrowest path.
@@ -300,17 +310,24 @@ func (c *Cache) planList(e *entry, scopes []*scopedInformer, opts *client.ListOp
 		return listPlan{path: pathFieldIndex, fields: reqs}, nil
 	}
 	if lookups := indexableLabelRequirements(opts.LabelSelector, c.settings.LabelIndexes); len(lookups) > 0 {
-		return listPlan{path: pathLabelIndex, labels: lookups}, nil
+		return labelPlan(opts.LabelSelector, lookups), nil
 	}
 	// An adaptive index answers, or the List is a scan, which may trigger one.
 	if lookups := c.adaptive.plan(e, scopes, opts); len(lookups) > 0 {
 		c.stats.recordAdaptive(e.key.gvk)
-		return listPlan{path: pathLabelIndex, labels: lookups}, nil
+		return labelPlan(opts.LabelSelector, lookups), nil
 	}
 	if opts.Namespace != "" {
 		return listPlan{path: pathNamespaceIndex}, nil
 	}
 	return listPlan{path: pathScan}, nil
+}
+
+// labelPlan is the plan of a List whose selector sel label indexes answer with
+// lookups (indexableLabelRequirements).
+func labelPlan(sel labels.Selector, lookups []labelLookup) listPlan {
+	reqs, _ := sel.Requirements()
+	return listPlan{path: pathLabelIndex, labels: lookups, labelsAnswered: len(lookups) == 1 && len(reqs) == 1}
 }
 
 // candidates returns the objects of one store that the plan selects and sel keeps,
@@ -320,7 +337,7 @@ func (p *listPlan) candidates(indexer *informer.Indexer, namespace string, sel i
 	case pathFieldIndex:
 		return candidatesByFields(indexer, p.fields, namespace, sel)
 	case pathLabelIndex:
-		return candidatesByLabels(indexer, p.labels, namespace, sel)
+		return candidatesByLabels(indexer, p.labels, p.labelsAnswered, namespace, sel)
 	default: // pathNamespaceIndex, pathScan
 		return candidatesOfScope(indexer, namespace, sel)
 	}

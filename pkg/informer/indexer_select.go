@@ -33,6 +33,19 @@ type Selection struct {
 	Filed []IndexValue
 	// Limit, when positive, stops the Select after that many objects.
 	Limit int
+	// Into, when set on a compact store whose codec is a DecoderInto, is
+	// called once for each record Select keeps after checking it on the
+	// stored bytes, in order, and returns a pointer to a zero value of the
+	// stored objects' Go type (a *T for a store of *T; for example the next
+	// element of a typed list's Items): the record is decoded into it and
+	// that pointer is the object Select returns, which saves the caller an
+	// allocation and a copy per object. Objects that are not decoded that
+	// way (a record held decoded, one decoded before its labels could be
+	// checked, one that does not decode into the value Into gave) come back
+	// as without Into (a value of the wrong type is not an error), so a
+	// caller compares pointers to know which objects are its own values.
+	// Ignored by other stores.
+	Into func() any
 }
 
 // IndexValue is one value of one index.
@@ -56,6 +69,11 @@ type IndexValue struct {
 func (ix *Indexer) Select(from Candidates, sel Selection) ([]any, error) {
 	t := ix.table.Load()
 	s := &selectState{ix: ix, limit: sel.Limit}
+	if sel.Into != nil {
+		if d, ok := ix.codec.(DecoderInto); ok {
+			s.into, s.decoder = sel.Into, d
+		}
+	}
 	if sel.Labels != nil && !sel.Labels.Empty() {
 		s.labels = sel.Labels
 		s.reader, _ = ix.codec.(LabelReader)
@@ -92,6 +110,10 @@ type selectState struct {
 	query printQuery
 	filed []filedValue
 	limit int
+	// into and decoder: Selection.Into and the codec that decodes into it
+	// (both nil when Select allocates the objects it returns).
+	into    func() any
+	decoder DecoderInto
 	// view holds the labels of the record being checked, reused from one
 	// record to the next.
 	view    labelView
@@ -184,7 +206,7 @@ func (s *selectState) visit(key string, r *record) bool {
 // cannot be read from the encoding.
 func (s *selectState) keep(key string, r *record) (any, bool) {
 	if s.labels == nil {
-		obj, err := s.ix.read(key, r)
+		obj, err := s.output(key, r)
 		return obj, err == nil
 	}
 	if r.data == nil {
@@ -201,7 +223,7 @@ func (s *selectState) keep(key string, r *record) (any, bool) {
 			if !s.labels.Matches(&s.view) {
 				return nil, false
 			}
-			obj, err := s.ix.decode(key, r.data)
+			obj, err := s.output(key, r)
 			return obj, err == nil
 		}
 	}
@@ -210,6 +232,22 @@ func (s *selectState) keep(key string, r *record) (any, bool) {
 		return nil, false
 	}
 	return obj, true
+}
+
+// output returns the object of key's record r, which Select keeps: decoded
+// into the caller's value when Selection.Into applies, else as a read
+// returns it.
+func (s *selectState) output(key string, r *record) (any, error) {
+	if s.into == nil || r.data == nil {
+		return s.ix.read(key, r)
+	}
+	dst := s.into()
+	if err := s.decoder.DecodeInto(r.data, dst); err == nil {
+		return dst, nil
+	}
+	// Not into dst (of another type than the codec's, or a record that does
+	// not decode, which read reports): as without Into.
+	return s.ix.read(key, r)
 }
 
 // matches reports whether obj's labels match the selector; an object without
