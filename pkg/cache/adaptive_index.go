@@ -358,9 +358,10 @@ func (a *adaptiveIndexes) build(ctx context.Context, req buildRequest) {
 	// Exported before it is ready: whoever sees it ready sees its gauges' state.
 	bytes := a.export(req.e, req.idx)
 	req.idx.lastUsed.Store(a.clock.Now().UnixNano())
-	req.idx.ready.Store(true)
+	// Logged before it is ready, so that whoever sees it used sees the line.
 	log.Info("adaptive label index built", "trigger", req.reason, "objects", objects,
 		"estimatedBytes", int64(bytes), "took", time.Since(start).Round(time.Millisecond).String())
+	req.idx.ready.Store(true)
 }
 
 // hasIndex reports whether s's store has the index name.
