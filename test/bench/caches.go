@@ -55,6 +55,11 @@ const (
 	// storage also for the kinds StorageAuto holds decoded (typed CRD types), so that
 	// section C shows what each choice costs.
 	DeltacacheCompact Contender = "deltacache-compact"
+	// DeltacacheSnapshots is, in section B3 only, pkg/informer's SharedIndexInformer with
+	// compact storage (as DeltacacheCompact there) writing a snapshot of its store every
+	// PipelineSnapshotInterval: the pop loop's throughput while snapshots are written
+	// back to back.
+	DeltacacheSnapshots Contender = "deltacache-snapshots"
 	// ControllerRuntime is controller-runtime's cache.New with its defaults.
 	ControllerRuntime Contender = "controller-runtime"
 	// ControllerRuntimeStrip is controller-runtime's cache.New with

@@ -224,6 +224,22 @@ func TestPipelineWorkloadsProduceEveryFigure(t *testing.T) {
 	}
 }
 
+// B3's compact contenders run the throughput workload too, the one writing snapshots
+// into a directory of its own that is gone once the workload's context ends.
+func TestThroughputRunsWithCompactStorageAndSnapshots(t *testing.T) {
+	for _, c := range []Contender{DeltacacheCompact, DeltacacheSnapshots} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		v, err := MeasureThroughput(ctx, c, 50, 2000)
+		cancel()
+		if err != nil || len(v[FigThroughput]) != 1 || v[FigThroughput][0] <= 0 {
+			t.Errorf("%s: %v, %v", c, v, err)
+		}
+	}
+	if _, err := NewPipelineInformer(DeltacacheSnapshots, nil); err == nil {
+		t.Error("NewPipelineInformer gave DeltacacheSnapshots an informer without a snapshot directory")
+	}
+}
+
 func TestCacheWorkloadReadsEveryContenderOverTheMemoryAPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

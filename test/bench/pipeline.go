@@ -19,6 +19,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	storagecodec "github.com/deltacache/deltacache/pkg/informer/codec"
 )
 
 // Figure IDs of the in-process pipeline workloads.
@@ -42,13 +44,37 @@ const (
 )
 
 // NewPipelineInformer returns contender's SharedIndexInformer for pods from lw, with the
-// namespace and label:app indexes: pkg/informer's for Deltacache, client-go's for
-// ClientGo. controller-runtime's cache runs client-go's informer, so it has no pipeline
-// of its own to measure.
+// namespace and label:app indexes: pkg/informer's for Deltacache (objects held
+// decoded) and DeltacacheCompact (held as protobuf), client-go's for ClientGo.
+// controller-runtime's cache runs client-go's informer, so it has no pipeline of its
+// own to measure. DeltacacheSnapshots needs a directory: see newPipelineInformer.
 func NewPipelineInformer(c Contender, lw toolscache.ListerWatcher) (toolscache.SharedIndexInformer, error) {
+	return newPipelineInformer(c, lw, "")
+}
+
+// PipelineSnapshotInterval is how often DeltacacheSnapshots writes its snapshot: short
+// enough that writes follow each other during the whole of B3.
+const PipelineSnapshotInterval = 50 * time.Millisecond
+
+// newPipelineInformer is NewPipelineInformer with the snapshot directory of
+// DeltacacheSnapshots (required for it, ignored for the others).
+func newPipelineInformer(c Contender, lw toolscache.ListerWatcher, snapshotDir string) (toolscache.SharedIndexInformer, error) {
 	switch c {
 	case Deltacache:
 		return informer.NewSharedIndexInformer(lw, &corev1.Pod{}, informer.Options{Indexers: PodIndexers()}), nil
+	case DeltacacheCompact, DeltacacheSnapshots:
+		pc, err := storagecodec.NewProtobuf(&corev1.Pod{})
+		if err != nil {
+			return nil, err
+		}
+		opts := informer.Options{Indexers: PodIndexers(), StorageCodec: pc}
+		if c == DeltacacheSnapshots {
+			if snapshotDir == "" {
+				return nil, fmt.Errorf("contender %q needs a snapshot directory", c)
+			}
+			opts.Snapshot = informer.Snapshot{Dir: snapshotDir, Identity: "bench pods", Interval: PipelineSnapshotInterval}
+		}
+		return informer.NewSharedIndexInformer(lw, &corev1.Pod{}, opts), nil
 	case ClientGo:
 		return toolscache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, PodIndexers()), nil
 	default:
@@ -115,6 +141,20 @@ type eventSource struct {
 	watch *Watch
 	keys  int
 	sent  int
+	// stopped is closed when the informer has stopped; snapshotDir is
+	// DeltacacheSnapshots' directory ("" for the others).
+	stopped     chan struct{}
+	snapshotDir string
+}
+
+// close stops the informer with cancel (its context's), waits for it to stop (it
+// writes a last snapshot then) and removes the snapshot directory.
+func (s *eventSource) close(cancel context.CancelFunc) {
+	cancel()
+	<-s.stopped
+	if s.snapshotDir != "" {
+		_ = os.RemoveAll(s.snapshotDir)
+	}
 }
 
 // startEventSource lists keys pods into contender's informer, with handler registered
@@ -125,14 +165,27 @@ func startEventSource(
 ) (*eventSource, error) {
 	pods := ServerPods(NewLayout(keys))
 	lw := NewMemoryListerWatcher(pods, strconv.Itoa(keys))
-	inf, err := NewPipelineInformer(c, lw)
+	snapshotDir := ""
+	if c == DeltacacheSnapshots {
+		dir, err := os.MkdirTemp("", "deltacache-bench-snapshots-")
+		if err != nil {
+			return nil, err
+		}
+		snapshotDir = dir
+	}
+	inf, err := newPipelineInformer(c, lw, snapshotDir)
 	if err != nil {
+		_ = os.RemoveAll(snapshotDir)
 		return nil, err
 	}
 	if _, err := inf.AddEventHandler(handler); err != nil {
 		return nil, err
 	}
-	go inf.RunWithContext(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		inf.RunWithContext(ctx)
+	}()
 	select {
 	case <-inf.HasSyncedChecker().Done():
 	case <-ctx.Done():
@@ -142,7 +195,7 @@ func startEventSource(
 	if err != nil {
 		return nil, err
 	}
-	return &eventSource{pods: pods, inf: inf, watch: w, keys: keys}, nil
+	return &eventSource{pods: pods, inf: inf, watch: w, keys: keys, stopped: stopped, snapshotDir: snapshotDir}, nil
 }
 
 // resourceVersions returns the resourceVersions of events from..to-1 of a source with
@@ -220,6 +273,7 @@ func MeasureThroughput(ctx context.Context, c Contender, keys, events int) (Valu
 	if err != nil {
 		return nil, err
 	}
+	defer src.close(cancel)
 	// The events are built before the clock starts, as the pods of MeasureSync exist
 	// before it: the figure is the pipeline's, not the copying of a million cold pods
 	// by the test's sender (which bounded both contenders alike at 1M keys).

@@ -48,6 +48,8 @@ func ContenderTitle(c Contender) string {
 		return "deltacache, nothing configured"
 	case DeltacacheCompact:
 		return "deltacache, every kind compact"
+	case DeltacacheSnapshots:
+		return fmt.Sprintf("deltacache, compact, a snapshot every %s", PipelineSnapshotInterval)
 	case ControllerRuntime:
 		return "controller-runtime"
 	case ControllerRuntimeStrip:

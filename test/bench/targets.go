@@ -125,6 +125,9 @@ func Targets(o Options) []Target {
 		rate("Store writes with 10 List readers ≥ 100× client-go's", SectionStore, FigWrites10, ClientGo, 100),
 		stuck,
 		rate("In-process pipeline throughput ≥ 2× client-go's", SectionThroughput, FigThroughput, ClientGo, 2),
+		{Goal: "Update throughput while snapshots are written ≥ 0.9× without (compact storage)",
+			Section: SectionThroughput, Figure: FigThroughput, Contender: DeltacacheSnapshots, Peer: DeltacacheCompact,
+			Bound: 0.9, AtLeast: true},
 		sharded(cost("Pod bytes received per replica with 3 sharded replicas ≤ 0.4× one unsharded replica",
 			SectionSharding, FigShardBytes, Deltacache, 0.4)),
 	}
