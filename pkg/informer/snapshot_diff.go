@@ -31,6 +31,9 @@ func (r *reflector) snapshotDiff(ctx context.Context, ws *warmSnapshot) (string,
 	if cfg.ListMetadata == nil || cfg.Get == nil {
 		return "", 0, errNoDiff
 	}
+	if err := ws.wait(ctx); err != nil {
+		return "", 0, err
+	}
 	rv, listed, fetch, err := r.diffList(ctx, ws)
 	if err != nil {
 		return "", 0, err

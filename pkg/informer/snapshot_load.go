@@ -32,11 +32,13 @@ func (s *SharedIndexInformer) snapshotSetup() (*snapshotWriter, *snapshotSource)
 	return w, src
 }
 
-// loadSnapshot reads the informer's snapshot file and decodes its records
-// into the staging set (see snapshot_resume.go). It returns nil, nil when
-// there is no file, and a *snapshotDiscard when it cannot be used. Writes
-// that were cut short (a process killed while writing) left temporary files,
-// removed here: the file itself is then the previous complete one.
+// loadSnapshot reads the informer's snapshot file and starts decoding its
+// records into the staging set (see snapshot_resume.go) on other
+// goroutines, so that the Reflector opens its catch-up watch meanwhile
+// (warmSnapshot.wait waits for them). It returns nil, nil when there is no
+// file, and a *snapshotDiscard when it cannot be used. Writes that were cut
+// short (a process killed while writing) left temporary files, removed
+// here: the file itself is then the previous complete one.
 func (s *SharedIndexInformer) loadSnapshot(w *snapshotWriter) (*warmSnapshot, error) {
 	removeSnapshotTemps(w.cfg.Dir, w.name)
 	build, err := w.cfg.buildHash()
@@ -47,16 +49,22 @@ func (s *SharedIndexInformer) loadSnapshot(w *snapshotWriter) (*warmSnapshot, er
 	if err != nil || h == nil {
 		return nil, err
 	}
-	restored, err := s.indexer.restoreAll(recs)
-	if err != nil {
-		return nil, &snapshotDiscard{reason: discardCorrupt, err: err}
-	}
-	objs := make(map[string]any, len(restored))
-	for i, e := range restored {
-		objs[e.key] = e
-		restored[i] = nil
-	}
-	return &warmSnapshot{header: h, objs: objs}, nil
+	ws := &warmSnapshot{header: h, records: len(recs), restored: make(chan struct{})}
+	go func() {
+		defer close(ws.restored)
+		restored, err := s.indexer.restoreAll(recs)
+		if err != nil {
+			ws.restoreErr = &snapshotDiscard{reason: discardCorrupt, err: err}
+			return
+		}
+		objs := make(map[string]any, len(restored))
+		for i, e := range restored {
+			objs[e.key] = e
+			restored[i] = nil
+		}
+		ws.objs = objs
+	}()
+	return ws, nil
 }
 
 // restoreAll runs restoreEncoded on every record, on GOMAXPROCS goroutines

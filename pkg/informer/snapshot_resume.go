@@ -73,7 +73,29 @@ var (
 // warmSnapshot is a loaded snapshot: its header and the staging set.
 type warmSnapshot struct {
 	header *snapshotHeader
-	objs   map[string]any
+	// records is the number of records of the file.
+	records int
+	// objs is the staging set, filled by the decode of the records, which
+	// runs while the catch-up watch opens: read it after wait. restored is
+	// closed when the decode ends (nil: objs is filled already), restoreErr
+	// (a *snapshotDiscard) set before if it failed.
+	objs       map[string]any
+	restored   chan struct{}
+	restoreErr error
+}
+
+// wait returns once objs holds the snapshot's records, or the decode's
+// error, or ctx's.
+func (ws *warmSnapshot) wait(ctx context.Context) error {
+	if ws.restored == nil {
+		return nil
+	}
+	select {
+	case <-ws.restored:
+		return ws.restoreErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // snapshotSource is the Reflector's access to its informer's snapshot.
@@ -133,7 +155,7 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 		return false
 	}
 	start := r.clock.Now()
-	loaded := len(ws.objs)
+	loaded := ws.records
 	rep := StartReport{Start: StartResumed, Loaded: loaded}
 	rv, err := "", error(nil)
 	if age := time.Since(ws.header.written); age > src.cfg.maxAge() {
@@ -145,6 +167,14 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 		log.V(1).Info("snapshot not resumable by watch; comparing it with a metadata list", "reason", err.Error())
 		rep.Start = StartDiffed
 		rv, rep.Fetched, err = r.snapshotDiff(ctx, ws)
+	}
+	if err == nil {
+		err = ws.wait(ctx) // a kind that did not change: no event waited for it
+	}
+	if d, ok := errors.AsType[*snapshotDiscard](err); ok {
+		log.Info("snapshot discarded; starting cold", "reason", d.reason, "error", err.Error())
+		r.reportStart(StartReport{Start: StartDiscarded, Reason: d.reason})
+		return false
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -261,7 +291,11 @@ func (r *reflector) catchUpWatch(
 			if e.Type == watch.Error {
 				return rv, apierrors.FromObject(e.Object)
 			}
-			if erv := r.stage(ctx, ws, e); erv != "" && !rvOlder(erv, rv) {
+			erv, err := r.stage(ctx, ws, e)
+			if err != nil {
+				return rv, err
+			}
+			if erv != "" && !rvOlder(erv, rv) {
 				rv = erv
 			}
 		}
@@ -271,30 +305,34 @@ func (r *reflector) catchUpWatch(
 
 // stage applies one watch event to the staging set, unless it is older than
 // the record held for its key; it returns the event's RV ("" for an event
-// of another type or without metadata).
-func (r *reflector) stage(ctx context.Context, ws *warmSnapshot, e watch.Event) string {
+// of another type or without metadata). An object event waits for the
+// snapshot's decode (warmSnapshot.wait), whose error it returns.
+func (r *reflector) stage(ctx context.Context, ws *warmSnapshot, e watch.Event) (string, error) {
 	if !r.expected(e.Object) {
-		return ""
+		return "", nil
 	}
 	m, err := meta.Accessor(e.Object)
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	rv := m.GetResourceVersion()
 	r.opts.metrics.watchEvent(e.Type)
 	if e.Type != watch.Added && e.Type != watch.Modified && e.Type != watch.Deleted {
-		return rv // a bookmark
+		return rv, nil // a bookmark
 	}
 	key, err := r.opts.snapshot.keyOf(e.Object)
 	if err != nil {
-		return rv
+		return rv, nil
+	}
+	if err := ws.wait(ctx); err != nil {
+		return "", err
 	}
 	if cur, ok := ws.objs[key]; ok && rvOlder(rv, objectRV(cur)) {
-		return rv
+		return rv, nil
 	}
 	if e.Type == watch.Deleted {
 		delete(ws.objs, key)
-		return rv
+		return rv, nil
 	}
 	obj, verdict := r.admit(ctx, r.shard.Load(), e.Object, admitListed)
 	switch verdict {
@@ -303,7 +341,7 @@ func (r *reflector) stage(ctx context.Context, ws *warmSnapshot, e watch.Event) 
 	case outsideShard:
 		delete(ws.objs, key)
 	}
-	return rv
+	return rv, nil
 }
 
 // handOff gives the caught-up staging set to the DeltaFIFO as the first
