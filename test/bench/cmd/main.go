@@ -94,6 +94,9 @@ func main() {
 	if *command == "" {
 		*command = strings.Join(append([]string{"bench"}, os.Args[1:]...), " ")
 	}
+	// envtest's CRD installation logs through controller-runtime's logger: without one
+	// set it prints a stack trace saying so.
+	ctrllog.SetLogger(logr.Discard())
 	if err := run(ctx, opts, *quick, *out, *chart, *command, *raw, *from); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
