@@ -209,7 +209,8 @@ func restartSection(o Options) Section {
 			"with `WithSnapshots(dir)` start cold (writing their snapshots when they stop), then after " +
 			"changes made while no cache runs start again: resumed (a watch from the snapshots' " +
 			"resourceVersion), and, after a restart of the API server (its watch cache no longer holds that " +
-			"resourceVersion: 410), diffed (a metadata-only LIST compared with the snapshot, a Get per " +
+			"resourceVersion: 410; the start waits until the restarted server's watch caches serve Lists, as " +
+			"the cold start found them), diffed (a metadata-only LIST compared with the snapshot, a Get per " +
 			"changed object). Peak RSS is VmHWM at sync, steady RSS VmRSS after sync and a GC; bytes are " +
 			"the response bodies read until sync.",
 		Contenders: []Contender{RestartResumed, RestartDiffed, RestartCold, ControllerRuntime},

@@ -83,8 +83,10 @@ func (r *Runner) runRestart(ctx context.Context, results Results, info *RunInfo)
 			func() error { return r.spawn(ctx, results, SectionRestart, spec(RestartResumed)) },
 			func() error { return changeObjects(ctx, cs, rng) },
 			func() error {
-				_, _, err := cp.RestartAPIServer()
-				return err
+				if _, _, err := cp.RestartAPIServer(); err != nil {
+					return err
+				}
+				return waitForWatchCaches(ctx, cs)
 			},
 			func() error { return r.spawn(ctx, results, SectionRestart, spec(RestartDiffed)) },
 		}
@@ -97,6 +99,32 @@ func (r *Runner) runRestart(ctx context.Context, results Results, info *RunInfo)
 		_ = os.RemoveAll(dir)
 	}
 	return nil
+}
+
+// waitForWatchCaches returns once the API server's watch caches of pods and
+// ConfigMaps serve Lists: a restarted kube-apiserver fills them from etcd first and
+// meanwhile answers 429 to a LIST from the cache (resourceVersion "0" with a label
+// selector, which it does not hand to etcd, as it does a LIST with a limit and no
+// selector). The start after a 410 is
+// timed against a server that is up as for the cold start (the restart is only how
+// the bench makes the snapshots' resourceVersion too old), not with the server's own
+// initialization in its figure.
+func waitForWatchCaches(ctx context.Context, cs kubernetes.Interface) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	opts := metav1.ListOptions{ResourceVersion: "0", LabelSelector: "deltacache.bench/warm-up=none"}
+	for {
+		_, podErr := cs.CoreV1().Pods("").List(ctx, opts)
+		_, cmErr := cs.CoreV1().ConfigMaps("").List(ctx, opts)
+		if podErr == nil && cmErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("watch caches not ready after the restart: pods %v, ConfigMaps %v", podErr, cmErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // configMapName returns the name of ConfigMap i.
