@@ -228,7 +228,8 @@ func (f *fleet) kill(r *replica) error {
 }
 
 // addStrayTemp writes the first half of dir's first snapshot file to
-// "<file>.tmp-soakkill" (an empty "soak.tmp-soakkill" if dir holds none yet).
+// "<file>.tmp-soakkill" (an empty one next to the typed Pods' file if dir holds none
+// yet: a kill during the first write).
 func addStrayTemp(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -246,7 +247,7 @@ func addStrayTemp(dir string) error {
 			return os.WriteFile(filepath.Join(dir, e.Name()+strayTempSuffix), data[:len(data)/2], 0o600)
 		}
 	}
-	return os.WriteFile(filepath.Join(dir, "soak"+strayTempSuffix), nil, 0o600)
+	return os.WriteFile(filepath.Join(dir, "core_v1_Pod_typed_all"+strayTempSuffix), nil, 0o600)
 }
 
 // stopAll stops every running replica gracefully and returns Start's errors.
