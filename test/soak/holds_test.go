@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -46,6 +47,7 @@ const reconcileSleep = 2 * time.Millisecond
 type reconciles struct {
 	mu    sync.Mutex
 	in    map[string]map[string]int // key → instance → reconciles in flight
+	uids  map[string]string         // key@instance → uid of the object it reconciles
 	calls atomic.Int64
 	// overlaps are the entries of a key that another instance was reconciling.
 	overlaps []overlap
@@ -56,12 +58,18 @@ type overlap struct {
 	key, holder, entrant string
 	slot                 int
 	at                   time.Time
+	// otherObject: the two reconcile objects of the same name with different uids (an
+	// object deleted and re-created under its name: with ConfigMaps sharded by uid, the
+	// new one is in another slot, most often another replica's).
+	otherObject bool
 	// handOff: the holder's replica gave up the key's slot within the 30 s before the
 	// entry (or the second after), or the holder was a cache a restart was stopping.
 	handOff bool
 }
 
-func newReconciles() *reconciles { return &reconciles{in: map[string]map[string]int{}} }
+func newReconciles() *reconciles {
+	return &reconciles{in: map[string]map[string]int{}, uids: map[string]string{}}
+}
 
 // watch adds r's reconcile handler to its reconcileSpecs informers.
 func (rc *reconciles) watch(t *testing.T, r *replica) {
@@ -76,7 +84,7 @@ func (rc *reconciles) watch(t *testing.T, r *replica) {
 			if err != nil {
 				return
 			}
-			rc.run(r, kind+"/"+m.GetNamespace()+"/"+m.GetName(), slotOf(w.gvk, m.GetNamespace(), m.GetUID()))
+			rc.run(r, kind+"/"+m.GetNamespace()+"/"+m.GetName(), string(m.GetUID()), slotOf(w.gvk, m.GetNamespace(), m.GetUID()))
 		}
 		h := toolscache.ResourceEventHandlerFuncs{
 			AddFunc: reconcile, UpdateFunc: func(_, o any) { reconcile(o) }, DeleteFunc: reconcile,
@@ -89,7 +97,7 @@ func (rc *reconciles) watch(t *testing.T, r *replica) {
 
 // run marks key as reconciled by r, sleeps, and unmarks it; an entry while another
 // instance holds the key is an overlap.
-func (rc *reconciles) run(r *replica, key string, slot int) {
+func (rc *reconciles) run(r *replica, key, uid string, slot int) {
 	entered := time.Now()
 	rc.calls.Add(1)
 	rc.mu.Lock()
@@ -101,15 +109,17 @@ func (rc *reconciles) run(r *replica, key string, slot int) {
 	for holder := range holders {
 		if holder != r.instance {
 			rc.overlaps = append(rc.overlaps, overlap{key: key, holder: holder, entrant: r.instance, slot: slot,
-				at: entered})
+				at: entered, otherObject: rc.uids[key+"@"+holder] != uid})
 		}
 	}
 	holders[r.instance]++
+	rc.uids[key+"@"+r.instance] = uid
 	rc.mu.Unlock()
 	time.Sleep(reconcileSleep)
 	rc.mu.Lock()
 	if holders[r.instance]--; holders[r.instance] == 0 {
 		delete(holders, r.instance)
+		delete(rc.uids, key+"@"+r.instance)
 	}
 	if len(holders) == 0 {
 		delete(rc.in, key)
@@ -162,7 +172,11 @@ type holdSampler struct {
 	samples  int
 	keys     int64 // keys looked at, summed over samples
 	inSample int   // double-held keys explained by a hand-off during the sample
-	doubles  []string
+	// otherObjects: keys in two stores as two objects (different uids) of one name: a
+	// deleted object still held by one replica while the one re-created under its name
+	// is held by the replica of its new uid's slot.
+	otherObjects int
+	doubles      []string
 }
 
 const holdSampleInterval = 3 * time.Second
@@ -210,6 +224,10 @@ func (h *holdSampler) sample(replicas []*replica) {
 				continue
 			}
 			first := hs[0]
+			if w.gvk == cmGVK && distinctUIDs(hs[0].r.informers[spec], hs[1].r.informers[spec], key) {
+				h.otherObjects++
+				continue
+			}
 			if h.handedOffDuringSample(first.r, spec, key, first.listed) {
 				h.inSample++
 				continue
@@ -222,6 +240,21 @@ func (h *holdSampler) sample(replicas []*replica) {
 				first.listed.Format("15:04:05.000")))
 		}
 	}
+}
+
+// distinctUIDs reports whether a's and b's stores hold key as objects of different
+// uids (now).
+func distinctUIDs(a, b *watched, key string) bool {
+	uid := func(w *watched) types.UID {
+		if obj, ok, _ := w.inf.GetStore().GetByKey(key); ok {
+			if m, err := meta.Accessor(obj); err == nil {
+				return m.GetUID()
+			}
+		}
+		return ""
+	}
+	ua, ub := uid(a), uid(b)
+	return ua != "" && ub != "" && ua != ub
 }
 
 // handedOffDuringSample reports whether r, listed at listed, gave up key's slot
