@@ -170,11 +170,15 @@ type Config struct {
 	// (see WithSharding). Zero value (nil): every kind is cached whole.
 	Sharding *Sharding
 	// SnapshotDir turns on snapshots (see WithSnapshots): every informer with compact
-	// storage writes its stored bytes to a file in this directory every 5 minutes and
-	// when the cache stops, and a new cache on the same directory starts from that file,
+	// storage writes its stored bytes to a file in this directory every
+	// SnapshotInterval (5 minutes) and when the cache stops, and a new cache on the same directory starts from that file,
 	// caught up with the server, instead of listing everything.
 	// Zero value (""): off; every start lists in full, as controller-runtime's does.
 	SnapshotDir string
+	// SnapshotInterval is how often a synced informer writes its snapshot while the
+	// cache runs (one more write is made when the cache stops).
+	// Zero value: informer.DefaultSnapshotInterval (5 minutes).
+	SnapshotInterval time.Duration
 	// SnapshotSecrets writes Secrets (core/v1) to snapshots too.
 	// Zero value (false): Secrets are never written to disk; they start cold.
 	SnapshotSecrets bool
@@ -568,6 +572,13 @@ func validStorageMode(m StorageMode) bool {
 // discarded with one log line. Secrets are not written (see WithSnapshotSecrets).
 func WithSnapshots(dir string) Option {
 	return func(c *Config) { c.SnapshotDir = dir }
+}
+
+// WithSnapshotInterval sets how often each synced informer writes its snapshot while
+// the cache runs (see Config.SnapshotInterval): a process that dies without its write
+// at stop (SIGKILL, OOM) starts from a snapshot at most this old.
+func WithSnapshotInterval(d time.Duration) Option {
+	return func(c *Config) { c.SnapshotInterval = d }
 }
 
 // WithSnapshotSecrets writes Secrets to snapshots too (see Config.SnapshotSecrets):

@@ -60,6 +60,7 @@ func (c *Cache) snapshot(
 		Name:         snapshotName(key, scope),
 		Identity:     c.snapshotIdentity(key, lwOpts, codec),
 		Version:      c.settings.SnapshotVersion,
+		Interval:     c.settings.SnapshotInterval,
 		ListMetadata: c.metadataLister(mapping, namespaced, lwOpts),
 		Get:          get,
 	}, nil

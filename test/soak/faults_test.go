@@ -45,6 +45,7 @@ const (
 	faultCompaction
 	faultRBAC
 	faultCRD
+	faultReplicaRestart
 	numFaultKinds
 )
 
@@ -57,6 +58,7 @@ var faultNames = [numFaultKinds]string{
 	"etcd compactions at the current revision, then a cut",
 	"RBAC revocations and restorations of one kind",
 	"App CRD deletions and re-creations (every App deleted with it)",
+	"replica restarts (graceful or abrupt, then a new cache on the same snapshots)",
 }
 
 // revocation is what the cache reported while one kind's permission was revoked.
@@ -85,17 +87,23 @@ type faultLog struct {
 type injector struct {
 	t     *testing.T
 	cp    *controlPlane
-	cache *dcache.Cache
+	fleet *fleet
 	rng   *rand.Rand
 	scale float64 // blackholes and revocations are shorter in runs shorter than 10 minutes
 	end   time.Time
 	log   faultLog
+	// restartsPerRun caps the replica restarts: one per 100 s of the run.
+	restartsPerRun int
 }
 
-func newInjector(t *testing.T, cp *controlPlane, c *dcache.Cache, st settings, end time.Time) *injector {
-	return &injector{t: t, cp: cp, cache: c, rng: rand.New(rand.NewPCG(st.seed, 1)),
-		scale: min(1.0, st.duration.Seconds()/600), end: end}
+func newInjector(t *testing.T, cp *controlPlane, f *fleet, st settings, end time.Time) *injector {
+	return &injector{t: t, cp: cp, fleet: f, rng: rand.New(rand.NewPCG(st.seed, 1)),
+		scale: min(1.0, st.duration.Seconds()/600), end: end, restartsPerRun: max(1, int(st.duration/(100*time.Second)))}
 }
+
+// cache is the first running replica's cache: the faults watch its SyncError and
+// readyz check.
+func (in *injector) cache() *dcache.Cache { return in.fleet.current()[0].cache }
 
 func (in *injector) run(ctx context.Context) faultLog {
 	order := in.rng.Perm(int(numFaultKinds))
@@ -108,6 +116,10 @@ func (in *injector) run(ctx context.Context) faultLog {
 		k := faultKind(in.rng.IntN(int(numFaultKinds)))
 		if i < len(order) {
 			k = faultKind(order[i])
+		}
+		// A run too short for every kind in its seeded order still restarts a replica.
+		if in.log.counts[faultReplicaRestart] == 0 && time.Until(in.end) < 50*time.Second {
+			k = faultReplicaRestart
 		}
 		if !in.fits(k) {
 			k = faultCut
@@ -127,6 +139,8 @@ func (in *injector) fits(k faultKind) bool {
 		return in.log.counts[k] < 2 && left > 30*time.Second
 	case faultRBAC:
 		return left > 30*time.Second
+	case faultReplicaRestart:
+		return in.log.counts[k] < in.restartsPerRun && left > 30*time.Second
 	default:
 		return true
 	}
@@ -169,6 +183,10 @@ func (in *injector) inject(ctx context.Context, k faultKind) {
 		if err := recreateCRD(ctx, in.cp.direct, in.cp.cfg, in.cp.crdDir); err != nil {
 			in.t.Errorf("re-creating the App CRD: %v", err)
 		}
+	case faultReplicaRestart:
+		if err := in.fleet.restart(ctx, in.rng.IntN(in.fleet.st.replicas)); err != nil {
+			in.t.Errorf("restarting a replica: %v", err)
+		}
 	}
 }
 
@@ -187,10 +205,10 @@ func (in *injector) revokeAndRestore(ctx context.Context, k grantedKind, held ti
 	start := time.Now()
 	in.cp.proxy.Cut()
 	for time.Since(start) < held {
-		if r.forbiddenAfter < 0 && apierrors.IsForbidden(in.cache.SyncError(gvk)) {
+		if r.forbiddenAfter < 0 && apierrors.IsForbidden(in.cache().SyncError(gvk)) {
 			r.forbiddenAfter = time.Since(start)
 		}
-		if in.cache.ReadyzCheck()(nil) != nil {
+		if in.cache().ReadyzCheck()(nil) != nil {
 			r.unready = true
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -200,7 +218,7 @@ func (in *injector) revokeAndRestore(ctx context.Context, k grantedKind, held ti
 	}
 	restored := time.Now()
 	for time.Since(restored) < time.Minute {
-		if in.cache.SyncError(gvk) == nil {
+		if in.cache().SyncError(gvk) == nil {
 			r.clearedAfter = time.Since(restored)
 			break
 		}

@@ -58,12 +58,24 @@ type replica struct {
 	id        string
 	cache     *dcache.Cache
 	informers []*watched
+	// instance names this cache among those built for id (restarts): "replica-1#4".
+	instance string
+	// dir is its snapshot directory (one per id, kept across restarts).
+	dir string
+	// abrupt: a restart kills it (KeepLeaseOnStop, no write at stop) instead of
+	// stopping it gracefully.
+	abrupt  bool
+	stop    context.CancelFunc
+	done    chan error // Start's result
+	started time.Time
 
 	mu sync.Mutex
 	// releasedAt is when it last gave up each slot (a hand-off, or the fence), as
 	// followRing saw it: objects of a slot given up leave its store without a Delete
 	// to its handlers, so their last event may be older than the server's state.
 	releasedAt [shard.NumSlots]time.Time
+	// stoppedAt is when a restart began to stop it.
+	stoppedAt time.Time
 }
 
 // replicaIDs names n replicas.
@@ -103,14 +115,16 @@ func soakNamespaces(ids []string) []string {
 }
 
 // newReplica builds replica id's cache on the proxied config: the label index "app",
-// a field index on Pods' spec.nodeName, sharding and the consistency check.
-func newReplica(ctx context.Context, t *testing.T, cp *controlPlane, st settings, id string) *replica {
+// a field index on Pods' spec.nodeName, sharding, the consistency check and snapshots
+// in dir every snapshotInterval; abrupt keeps its Lease when it stops (a kill).
+func newReplica(ctx context.Context, t *testing.T, cp *controlPlane, st settings, id, dir string, abrupt bool) *replica {
 	t.Helper()
 	opts := append([]dcache.Option{dcache.WithLabelIndexes("app"),
 		dcache.WithConsistencyCheck(st.checkInterval),
+		dcache.WithSnapshots(dir), dcache.WithSnapshotInterval(snapshotInterval),
 		dcache.WithSharding(dcache.Sharding{
 			Ring: shard.Options{Namespace: ringNamespace, Name: ringName, Identity: id,
-				LeaseDuration: leaseDuration, RenewInterval: renewInterval},
+				LeaseDuration: leaseDuration, RenewInterval: renewInterval, KeepLeaseOnStop: abrupt},
 			ByUID:       []client.Object{&corev1.ConfigMap{}},
 			ByNamespace: []client.Object{&corev1.Pod{}, &demov1alpha1.App{}},
 		})}, replicaLogOptions(t, id)...)
@@ -124,7 +138,7 @@ func newReplica(ctx context.Context, t *testing.T, cp *controlPlane, st settings
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return &replica{id: id, cache: c}
+	return &replica{id: id, cache: c, dir: dir, abrupt: abrupt}
 }
 
 // followRing records when r gives up slots, until ctx ends. It reads the ring's

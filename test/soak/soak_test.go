@@ -99,6 +99,9 @@ type watched struct {
 	rec  *recorder
 	// unsynced is set if HasSynced went back to false after it was true.
 	unsynced atomic.Bool
+	// synced is set once its replica synced (and cleared when it is stopped): the
+	// monitor checks HasSynced of these.
+	synced atomic.Bool
 }
 
 // event is what a handler saw of one object, and when.
@@ -276,30 +279,25 @@ func TestSoak(t *testing.T) {
 	goroutinesBefore := runtime.NumGoroutine()
 	cacheCtx, stopCaches := context.WithCancel(ctx)
 	writes, seen := &sync.Map{}, &sync.Map{}
-	var replicas []*replica
-	cacheDone := make(chan error, len(ids))
-	var following sync.WaitGroup
+	f := newFleet(t, cp, st, writes, seen)
 	for _, id := range ids {
-		r := newReplica(ctx, t, cp, st, id)
-		go func() { cacheDone <- r.cache.Start(cacheCtx) }()
-		r.informers = watchAll(ctx, t, r.cache, writes, seen)
-		following.Go(func() { r.followRing(cacheCtx) })
-		replicas = append(replicas, r)
+		f.live = append(f.live, f.start(cacheCtx, id))
 	}
-	var informers []*watched
-	for _, r := range replicas {
-		if !r.cache.WaitForCacheSync(ctx) {
-			t.Fatalf("%s did not sync", r.id)
+	for _, r := range f.current() {
+		if err := f.sync(ctx, r); err != nil {
+			t.Fatal(err)
 		}
-		informers = append(informers, r.informers...)
 	}
+	syncedAt := time.Now()
 	monitorDone := make(chan struct{})
 	go func() { // HasSynced never goes back to false
 		defer close(monitorDone)
 		for cacheCtx.Err() == nil {
-			for _, w := range informers {
-				if !w.inf.HasSynced() {
-					w.unsynced.Store(true)
+			for _, r := range f.current() {
+				for _, w := range r.informers {
+					if w.synced.Load() && !w.inf.HasSynced() {
+						w.unsynced.Store(true)
+					}
 				}
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -307,12 +305,19 @@ func TestSoak(t *testing.T) {
 	}()
 	var maxHeap atomic.Uint64
 	go sampleHeap(cacheCtx, &maxHeap)
+	samplersCtx, stopSamplers := context.WithCancel(cacheCtx)
+	var samplers sync.WaitGroup
+	holds := &holdSampler{}
+	samplers.Go(func() { holds.run(samplersCtx, f) })
+	var memory []memorySample
+	var memoryMu sync.Mutex
+	samplers.Go(func() { sampleMemory(samplersCtx, f, syncedAt, &memory, &memoryMu) })
 
 	// Faults and writers, both drawn from the seed. The faults watch the first
 	// replica's SyncError and readyz check.
 	end := time.Now().Add(st.duration)
 	faultsDone := make(chan faultLog, 1)
-	go func() { faultsDone <- newInjector(t, cp, replicas[0].cache, st, end).run(ctx) }()
+	go func() { faultsDone <- newInjector(t, cp, f, st, end).run(cacheCtx) }()
 	written := runWriters(ctx, t, cp, writes, st, namespaces, end)
 	faults := <-faultsDone
 	cp.proxy.Blackhole(false)
@@ -323,6 +328,7 @@ func TestSoak(t *testing.T) {
 
 	// Within 60 s the ring settles, the replicas' stores together equal the server, each
 	// holding its share, and every handler's view of its share too.
+	replicas := f.current()
 	diffs := converge(ctx, t, cp.direct, replicas)
 	converged := time.Since(end)
 	for name, d := range diffs {
@@ -332,11 +338,28 @@ func TestSoak(t *testing.T) {
 	}
 	var delivered int64
 	var maxDelay time.Duration
+	var informers []*watched
+	for _, r := range f.all() {
+		informers = append(informers, r.informers...)
+	}
 	for _, w := range informers {
 		delivered += w.rec.events.Load()
 		maxDelay = max(maxDelay, time.Duration(w.rec.maxDelay.Load()))
 		if w.unsynced.Load() {
 			t.Errorf("%s: HasSynced went back to false", w.name)
+		}
+	}
+	stopSamplers()
+	samplers.Wait()
+	sampleMemoryOnce(f, syncedAt, &memory, &memoryMu)
+	for _, d := range holds.doubles {
+		t.Errorf("double hold: %s", d)
+	}
+	overlaps := f.recon.classify(f.all())
+	for _, o := range overlaps {
+		if !o.handOff && !o.otherObject {
+			t.Errorf("overlapping reconcile of %s: %s entered at %s while %s was in it, not at a hand-off",
+				o.key, o.entrant, o.at.Format("15:04:05.000"), o.holder)
 		}
 	}
 	pipeline := pipelineCounts(t)
@@ -349,15 +372,12 @@ func TestSoak(t *testing.T) {
 	if pipeline.checks["ok"] == 0 {
 		t.Errorf("no consistency check passed (checks: %s)", causes(pipeline.checks))
 	}
-	acquired, released := handOffs(replicas)
+	acquired, released := handOffs(f.all())
 
-	stopCaches()
-	for range replicas {
-		if err := <-cacheDone; err != nil {
-			t.Errorf("cache Start: %v", err)
-		}
+	if err := f.stopAll(); err != nil {
+		t.Errorf("cache Start: %v", err)
 	}
-	following.Wait()
+	stopCaches()
 	<-monitorDone
 	cp.proxy.Cut() // the caches' idle connections end with them
 	leftover := goroutinesLeft(goroutinesBefore)
@@ -368,7 +388,8 @@ func TestSoak(t *testing.T) {
 
 	r := report{settings: st, faults: faults, load: written, delivered: delivered, pipeline: pipeline,
 		maxDelay: maxDelay, converged: converged, diffs: total(diffs), namespaces: len(namespaces),
-		acquired: acquired, released: released, maxHeap: maxHeap.Load(), leftover: leftover, passed: !t.Failed()}
+		acquired: acquired, released: released, maxHeap: maxHeap.Load(), leftover: leftover, passed: !t.Failed(),
+		restarts: f.log, holds: holds, reconciles: f.recon.calls.Load(), overlaps: overlaps, memory: memory}
 	t.Log(r.markdown(nil))
 	if st.report != "" {
 		if err := r.write(st.report); err != nil {
@@ -416,6 +437,11 @@ type pipeline struct {
 	errors      map[string]float64 // list and watch errors by "op reason"
 	checks      map[string]float64 // consistency checks by result
 	drift       map[string]float64 // objects the consistency checks found drifted, by drift
+	// starts are the informers' starts by "start" ("start reason" for discarded ones),
+	// summed over every cache built; loaded and fetched the objects warm starts loaded
+	// from snapshots and fetched by their metadata diffs.
+	starts          map[string]float64
+	loaded, fetched float64
 }
 
 // pipelineCounts sums the informers' series.
@@ -429,7 +455,7 @@ func pipelineCounts(t *testing.T) pipeline {
 		t.Fatal(err)
 	}
 	p := pipeline{relists: map[string]float64{}, errors: map[string]float64{}, checks: map[string]float64{},
-		drift: map[string]float64{}}
+		drift: map[string]float64{}, starts: map[string]float64{}}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
 			labels := map[string]string{}
@@ -445,6 +471,16 @@ func pipelineCounts(t *testing.T) pipeline {
 				p.checks[labels["result"]] += m.GetCounter().GetValue()
 			case "deltacache_consistency_drift_objects_total":
 				p.drift[labels["drift"]] += m.GetCounter().GetValue()
+			case "deltacache_informer_starts_total":
+				start := labels["start"]
+				if labels["reason"] != "" {
+					start += " (" + labels["reason"] + ")"
+				}
+				p.starts[start] += m.GetCounter().GetValue()
+			case "deltacache_snapshot_loaded_objects_total":
+				p.loaded += m.GetCounter().GetValue()
+			case "deltacache_snapshot_fetched_objects_total":
+				p.fetched += m.GetCounter().GetValue()
 			case "deltacache_informer_errors_total":
 				p.errors[labels["op"]+" "+labels["reason"]] += m.GetCounter().GetValue()
 				if labels["reason"] == "Forbidden" {
