@@ -218,6 +218,7 @@ func newCache(cfg *rest.Config, opts crcache.Options, settings Config) (*Cache, 
 		if c.sharder, err = newSharder(c, settings.Sharding, cfg, opts.Scheme); err != nil {
 			return nil, err
 		}
+		c.informers.beforeRun = c.awaitFirstShardRound
 	}
 	if c.foreign, err = newForeignKinds(cfg, opts); err != nil {
 		return nil, err
@@ -341,6 +342,7 @@ func (c *Cache) Start(ctx context.Context) error {
 		defer func() { stopNamespaces(); <-nsDone }()
 	}
 	ringDone := make(chan error, 1)
+	c.sharder.startCtx = ctx // read by serveSlots, which the ring calls from Run
 	go func() { ringDone <- c.sharder.ring.Run(ctx) }()
 	err := c.informers.Start(ctx)
 	return errors.Join(err, <-ringDone)

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dcache "github.com/deltacache/deltacache/pkg/cache"
+	"github.com/deltacache/deltacache/pkg/shard"
 )
 
 // snapshotKinds are the kinds the snapshot tests cache: their list types and
@@ -162,7 +163,7 @@ func (l *logCapture) with(subs ...string) []string {
 	return out
 }
 
-func startSnapshotCache(t *testing.T, ns, dir string) *snapshotCacheRun {
+func startSnapshotCache(t *testing.T, ns, dir string, extra ...dcache.Option) *snapshotCacheRun {
 	t.Helper()
 	logs := &logCapture{}
 	log := funcr.New(func(prefix, args string) {
@@ -171,7 +172,8 @@ func startSnapshotCache(t *testing.T, ns, dir string) *snapshotCacheRun {
 		logs.mu.Unlock()
 	}, funcr.Options{})
 	c := newEnvCache(t, crcache.Options{DefaultNamespaces: map[string]crcache.Config{ns: {}}},
-		dcache.WithSnapshots(dir), dcache.WithStorage(dcache.StorageCompact), dcache.WithLogger(log))
+		append([]dcache.Option{dcache.WithSnapshots(dir), dcache.WithStorage(dcache.StorageCompact), dcache.WithLogger(log)},
+			extra...)...)
 	run := &snapshotCacheRun{c: c, rec: map[string]*addRecorder{}, logs: logs, stopped: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	run.cancel = cancel
@@ -322,7 +324,7 @@ func TestEnvtestSnapshotRestartResumesAndHandlersSeeOneAddPerFinalObject(t *test
 }
 
 // setSnapshotRV rewrites the resourceVersion in the header of a snapshot file
-// (format 1 of pkg/informer/snapshot_file.go: 8 bytes of magic, two 32-byte
+// (format 2 of pkg/informer/snapshot_file.go: 8 bytes of magic, three 32-byte
 // hashes, written and records as 8 bytes each, then the RV as a uvarint length
 // and its bytes; a CRC-32C of everything before the last 4 bytes) and its CRC.
 func setSnapshotRV(t testing.TB, path, rv string) {
@@ -331,7 +333,7 @@ func setSnapshotRV(t testing.TB, path, rv string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const rvAt = 8 + 32 + 32 + 8 + 8
+	const rvAt = 8 + 32 + 32 + 32 + 8 + 8
 	n, w := binary.Uvarint(b[rvAt:])
 	out := slices.Clone(b[:rvAt])
 	out = binary.AppendUvarint(out, uint64(len(rv)))
@@ -393,4 +395,27 @@ func TestEnvtestSnapshotsDoNotWriteSecretsUnlessAsked(t *testing.T) {
 			t.Fatalf("WithSnapshotSecrets %t: secret snapshot written %t (%v)", secrets, written, err)
 		}
 	}
+}
+
+// A sharded replica that dies (its Lease left to expire) and comes back before the
+// Lease expires gets its slots back in the ring's first round; its sharded informers
+// wait for that round before listing, so they resume the snapshots they wrote for
+// those slots, which hold the share (the stores are not emptied when the cache stops).
+func TestEnvtestShardedReplicaRestartedWithinItsLeaseResumesItsSnapshots(t *testing.T) {
+	requireEnv(t)
+	ns := createNamespace(t, "snapshot-shard")
+	dir := t.TempDir()
+	populateSnapshotKinds(t, ns, 6)
+	sharding := dcache.WithSharding(dcache.Sharding{
+		Ring: shard.Options{Namespace: ns, Name: "snap", Identity: "only", LeaseDuration: time.Minute,
+			RenewInterval: time.Second, KeepLeaseOnStop: true},
+		ByUID: []client.Object{&corev1.ConfigMap{}},
+	})
+	first := startSnapshotCache(t, ns, dir, sharding)
+	checkWarmStart(t, first, ns, "cold", -1)
+	first.stop(t)
+	changeSnapshotKindsWhileStopped(t, ns)
+
+	second := startSnapshotCache(t, ns, dir, sharding)
+	checkWarmStart(t, second, ns, "resumed", 0)
 }

@@ -207,6 +207,9 @@ type informerMap struct {
 	// startWait is closed when Start has started the informers.
 	startWait chan struct{}
 	wg        sync.WaitGroup
+	// beforeRun, when set (before Start), runs on an informer's goroutine before
+	// the informer runs; false: the informer does not run (ctx ended).
+	beforeRun func(ctx context.Context, e *entry) bool
 }
 
 func newInformerMap(log logr.Logger) *informerMap {
@@ -263,6 +266,9 @@ func (m *informerMap) startLocked(e *entry, s *scopedInformer) {
 	m.wg.Go(func() {
 		defer s.markStopped()
 		defer cancel()
+		if m.beforeRun != nil && !m.beforeRun(ctx, e) {
+			return
+		}
 		s.informer.RunWithContext(logr.NewContext(ctx, log))
 	})
 	if s.detector != nil {

@@ -78,6 +78,9 @@ type sharder struct {
 	// served is a copy of serving that Get reads without sh.mu (which serveSlots
 	// holds while stores evict); nil before the first grant.
 	served atomic.Pointer[shard.Slots]
+	// startCtx is the context of the cache's Start (set before the ring runs): once
+	// it has ended, the ring's leave only refuses reconciles (see serveSlots).
+	startCtx context.Context
 }
 
 // newSharder resolves s for a cache; the ring's consumer is c.serveSlots.
@@ -190,7 +193,9 @@ func (c *Cache) followShard(ctx context.Context, e *entry) error {
 // renews its Lease keeping the slots claimed, and calls again next round); then every sharded informer moves to slots (namespace-sharded ones
 // to the namespaces of slots, once the Namespace informer has synced), and it returns
 // once the objects of the slots given up are out of the stores. Reconciles of the
-// slots gained are accepted from then on. Errors: ctx's, or a store's eviction's.
+// slots gained are accepted from then on. When the cache's Start has ended (the ring
+// leaving at stop), the informers are left as they are. Errors: ctx's, or a store's
+// eviction's.
 func (c *Cache) serveSlots(ctx context.Context, slots shard.Slots) error {
 	sh := c.sharder
 	// Before sh.mu: a running reconcile may create an informer of a sharded kind,
@@ -205,6 +210,15 @@ func (c *Cache) serveSlots(ctx context.Context, slots shard.Slots) error {
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if slots.IsEmpty() && sh.startCtx != nil && sh.startCtx.Err() != nil {
+		// The cache is stopping and the ring leaves: reconciles of every slot are
+		// refused from now on (guard), but the informers, which stop with the cache,
+		// keep their stores, so that the snapshots they write at stop hold the share
+		// they served, not an empty store.
+		sh.serving = slots
+		sh.served.Store(&slots)
+		return nil
+	}
 	if sh.namespaces != nil && !slots.IsEmpty() {
 		if err := sh.namespaces.awaitSynced(ctx); err != nil {
 			return err
@@ -238,6 +252,25 @@ func (c *Cache) applyShardLocked(ctx context.Context, pick func(schema.GroupVers
 		}
 	}
 	return nil
+}
+
+// awaitFirstShardRound holds the first list of a sharded kind's informer until the
+// ring's first round has ended (informerMap.beforeRun), so that a replica restarted
+// while its Lease still claims its slots (a crash, an OOM kill) lists with those slots
+// rather than with none, and its informers can resume the snapshots they wrote for
+// them (a snapshot is resumed only with the shard it was complete for). The round
+// takes a few requests; until it ends a sharded informer would select nothing anyway.
+// It returns false if ctx ended first.
+func (c *Cache) awaitFirstShardRound(ctx context.Context, e *entry) bool {
+	if !c.isSharded(e.key.gvk) {
+		return true
+	}
+	select {
+	case <-c.sharder.ring.FirstRound():
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // isSharded reports whether gvk is sharded (by uid or by namespace).

@@ -83,14 +83,16 @@ func snapshotName(key entryKey, scope watchScope) string {
 
 // snapshotIdentity is what must be equal for a snapshot to be resumed: the API
 // server's address (resourceVersions of another cluster mean nothing here), the kind
-// and shape, the scope's namespace and selectors, the shard selector, the storage codec
-// and its version, and the settings that change the stored form of an object.
+// and shape, the scope's namespace and selectors, the storage codec and its version,
+// and the settings that change the stored form of an object. The shard selector is
+// not part of it: it moves while the informer runs, and the informer itself records
+// in each snapshot the selector its records are complete for and resumes only a
+// snapshot of its own selector (informer.Snapshot).
 func (c *Cache) snapshotIdentity(key entryKey, lwOpts informer.ListWatchOptions, codec informer.StorageCodec) string {
-	return fmt.Sprintf("server=%q gvk=%s shape=%s namespace=%q labels=%q fields=%q shard=%q codec=%T/%s "+
+	return fmt.Sprintf("server=%q gvk=%s shape=%s namespace=%q labels=%q fields=%q codec=%T/%s "+
 		"keepManagedFields=%t typeMeta=%t",
 		c.config.Host, key.gvk, key.shape, lwOpts.Namespace, lwOpts.LabelSelector, lwOpts.FieldSelector,
-		c.shardSelectorFor(key.gvk).String(), codec, snapshotCodecVersion,
-		c.settings.KeepManagedFields, c.settings.TypeMetaOnHandlerObjects)
+		codec, snapshotCodecVersion, c.settings.KeepManagedFields, c.settings.TypeMetaOnHandlerObjects)
 }
 
 // objectGetter returns the Get of the metadata diff: one object of key's shape,

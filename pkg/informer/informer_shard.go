@@ -30,6 +30,21 @@ func (s *SharedIndexInformer) settledShard() (*ShardSelector, bool) {
 	return cur, ok && sel == cur
 }
 
+// settledShardList is settledShard with the resourceVersion of the list
+// that settled it ("" when not settled).
+func (s *SharedIndexInformer) settledShardList() (*ShardSelector, string, bool) {
+	cur := s.shard.Load()
+	r := s.getReflector()
+	if r == nil {
+		return cur, "", false
+	}
+	l := r.listedShard.Load()
+	if l == nil || l.sel != cur {
+		return cur, "", false
+	}
+	return cur, l.rv, true
+}
+
 // ShardHolds reports whether the store's answer for key is final for the
 // current shard: the shard settled (ShardSettled) and no delta of key is
 // queued or being applied (an object of the settling list not applied yet is

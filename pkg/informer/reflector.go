@@ -548,7 +548,7 @@ func (r *reflector) initialStream() initialStreamer {
 func (r *reflector) installStreamed(s initialStreamer, sel *ShardSelector, rv string, stats ListSummary) {
 	r.recordList(rv, stats)
 	s.endInitialStream(rv)
-	r.recordShardList(sel)
+	r.recordShardList(sel, rv)
 	r.opts.metrics.listInstalled(stats)
 }
 
@@ -563,7 +563,7 @@ func (r *reflector) install(ctx context.Context, op string, sel *ShardSelector, 
 	if err := r.store.Replace(items, rv); err != nil {
 		r.logger(ctx).Error(err, "some listed objects were not stored", "reflector", r.name)
 	}
-	r.recordShardList(sel)
+	r.recordShardList(sel, rv)
 	r.opts.metrics.listInstalled(stats)
 	return nil
 }

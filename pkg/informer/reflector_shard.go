@@ -44,8 +44,12 @@ func (s ServerSharding) String() string {
 // (nil: everything).
 func (r *reflector) ShardSelector() *ShardSelector { return r.shard.Load() }
 
-// shardList is the shard selector a list was made with.
-type shardList struct{ sel *ShardSelector }
+// shardList is the shard selector a list was made with, and the list's
+// resourceVersion.
+type shardList struct {
+	sel *ShardSelector
+	rv  string
+}
 
 // ListedShard returns the shard selector of the last list handed to the store
 // (nil: every object); ok is false before the first list is installed. It is
@@ -58,11 +62,11 @@ func (r *reflector) ListedShard() (sel *ShardSelector, ok bool) {
 	return l.sel, true
 }
 
-// recordShardList records that a list made with sel was handed to the store
-// (its Replace has queued every item).
-func (r *reflector) recordShardList(sel *ShardSelector) {
+// recordShardList records that a list made with sel, at rv, was handed to
+// the store (its Replace has queued every item).
+func (r *reflector) recordShardList(sel *ShardSelector, rv string) {
 	if l := r.listedShard.Load(); l == nil || l.sel != sel {
-		r.listedShard.Store(&shardList{sel: sel})
+		r.listedShard.Store(&shardList{sel: sel, rv: rv})
 	}
 }
 

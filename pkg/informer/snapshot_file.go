@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,12 +18,14 @@ import (
 	"time"
 )
 
-// The snapshot file, one per informer (format version 1). All integers are
+// The snapshot file, one per informer (format version 2). All integers are
 // little-endian; "uvarint" is encoding/binary's.
 //
 //	magic    "DCSNAP", format version (1 byte), 0 (1 byte)
 //	header   identity hash (32 bytes: sha256 of Snapshot.Identity)
 //	         build hash (32 bytes: sha256 of Snapshot.Version, or of the executable)
+//	         shard hash (32 bytes: sha256 of the shard selector the store was
+//	         complete for, all zeros for an informer that is not sharded)
 //	         written (int64: Unix nanoseconds)
 //	         records (uint64)
 //	         resourceVersion (uvarint length, bytes): the store's RV when the
@@ -38,11 +41,11 @@ import (
 
 const (
 	snapshotMagic  = "DCSNAP"
-	snapshotFormat = 1
+	snapshotFormat = 2
 	// snapshotPrefix is the magic, format and reserved byte.
 	snapshotPrefix = len(snapshotMagic) + 2
-	// snapshotFixedHeader is the prefix, the two hashes, written and records.
-	snapshotFixedHeader = snapshotPrefix + 32 + 32 + 8 + 8
+	// snapshotFixedHeader is the prefix, the three hashes, written and records.
+	snapshotFixedHeader = snapshotPrefix + 32 + 32 + 32 + 8 + 8
 	// snapshotTempInfix marks a file being written (see writeSnapshotFile).
 	snapshotTempInfix = ".tmp-"
 )
@@ -52,6 +55,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // snapshotHeader is a snapshot file's header.
 type snapshotHeader struct {
 	identity, build [32]byte
+	// shard is shardHash of the shard selector the records are complete for.
+	shard           [32]byte
 	written         time.Time
 	records         uint64
 	resourceVersion string
@@ -70,6 +75,7 @@ const (
 	discardChecksum   = "checksum mismatch"
 	discardFormat     = "unknown format"
 	discardIdentity   = "other informer identity"
+	discardShard      = "other shard"
 	discardBuild      = "other build"
 	discardCorrupt    = "corrupt record"
 	discardRV         = "resourceVersion not an integer"
@@ -170,6 +176,7 @@ func encodeSnapshotHeader(h snapshotHeader) []byte {
 	b = append(b, snapshotFormat, 0)
 	b = append(b, h.identity[:]...)
 	b = append(b, h.build[:]...)
+	b = append(b, h.shard[:]...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(h.written.UnixNano()))
 	b = binary.LittleEndian.AppendUint64(b, h.records)
 	b = binary.AppendUvarint(b, uint64(len(h.resourceVersion)))
@@ -192,6 +199,16 @@ func removeSnapshotTemps(dir, name string) {
 	for _, m := range matches {
 		_ = os.Remove(m)
 	}
+}
+
+// shardHash is what a snapshot's header holds of the shard selector sel: all
+// zeros for nil (an informer that is not sharded), else the sha256 of its
+// String.
+func shardHash(sel *ShardSelector) [32]byte {
+	if sel == nil {
+		return [32]byte{}
+	}
+	return sha256.Sum256([]byte("shard:" + sel.String()))
 }
 
 // readSnapshotFile reads dir/name, written for identity by build. It
@@ -264,8 +281,9 @@ func readSnapshotHeader(br *bufio.Reader, identity, build [32]byte) (*snapshotHe
 	rest := fixed[snapshotPrefix:]
 	copy(h.identity[:], rest[:32])
 	copy(h.build[:], rest[32:64])
-	h.written = time.Unix(0, int64(binary.LittleEndian.Uint64(rest[64:72])))
-	h.records = binary.LittleEndian.Uint64(rest[72:80])
+	copy(h.shard[:], rest[64:96])
+	h.written = time.Unix(0, int64(binary.LittleEndian.Uint64(rest[96:104])))
+	h.records = binary.LittleEndian.Uint64(rest[104:112])
 	if h.identity != identity {
 		return nil, &snapshotDiscard{reason: discardIdentity}
 	}

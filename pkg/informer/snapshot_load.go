@@ -28,7 +28,9 @@ func (s *SharedIndexInformer) snapshotSetup() (*snapshotWriter, *snapshotSource)
 		name = s.name
 	}
 	w := &snapshotWriter{cfg: cfg, name: snapshotFileName(name), identity: cfg.identityHash()}
-	src := &snapshotSource{cfg: cfg, keyOf: s.fifo.KeyOf, load: func() (*warmSnapshot, error) { return s.loadSnapshot(w) }}
+	src := &snapshotSource{cfg: cfg, keyOf: s.fifo.KeyOf, load: func(shard *ShardSelector) (*warmSnapshot, error) {
+		return s.loadSnapshot(w, shard)
+	}}
 	return w, src
 }
 
@@ -36,10 +38,12 @@ func (s *SharedIndexInformer) snapshotSetup() (*snapshotWriter, *snapshotSource)
 // records into the staging set (see snapshot_resume.go) on other
 // goroutines, so that the Reflector opens its catch-up watch meanwhile
 // (warmSnapshot.wait waits for them). It returns nil, nil when there is no
-// file, and a *snapshotDiscard when it cannot be used. Writes that were cut
-// short (a process killed while writing) left temporary files, removed
-// here: the file itself is then the previous complete one.
-func (s *SharedIndexInformer) loadSnapshot(w *snapshotWriter) (*warmSnapshot, error) {
+// file, and a *snapshotDiscard when it cannot be used, which includes a
+// snapshot complete for another shard selector than shard, the Reflector's
+// (its resume would miss the objects of the slots it did not hold). Writes
+// that were cut short (a process killed while writing) left temporary
+// files, removed here: the file itself is then the previous complete one.
+func (s *SharedIndexInformer) loadSnapshot(w *snapshotWriter, shard *ShardSelector) (*warmSnapshot, error) {
 	removeSnapshotTemps(w.cfg.Dir, w.name)
 	build, err := w.cfg.buildHash()
 	if err != nil {
@@ -48,6 +52,9 @@ func (s *SharedIndexInformer) loadSnapshot(w *snapshotWriter) (*warmSnapshot, er
 	h, recs, err := readSnapshotFile(w.cfg.Dir, w.name, w.identity, build)
 	if err != nil || h == nil {
 		return nil, err
+	}
+	if h.shard != shardHash(shard) {
+		return nil, &snapshotDiscard{reason: discardShard, err: fmt.Errorf("the informer's shard is %q", shard.String())}
 	}
 	ws := &warmSnapshot{header: h, records: len(recs), restored: make(chan struct{})}
 	go func() {

@@ -101,9 +101,10 @@ func (ws *warmSnapshot) wait(ctx context.Context) error {
 // snapshotSource is the Reflector's access to its informer's snapshot.
 type snapshotSource struct {
 	cfg Snapshot
-	// load reads and decodes the snapshot: nil and nil when there is none,
-	// or a *snapshotDiscard.
-	load func() (*warmSnapshot, error)
+	// load reads the snapshot and starts decoding it, for a Reflector with
+	// the shard selector given: nil and nil when there is none, or a
+	// *snapshotDiscard.
+	load func(shard *ShardSelector) (*warmSnapshot, error)
 	// keyOf is the store's key function.
 	keyOf func(obj any) (string, error)
 }
@@ -141,7 +142,7 @@ func (r *reflector) reportStart(rep StartReport) {
 func (r *reflector) warmStart(ctx context.Context) bool {
 	src := r.opts.snapshot
 	log := r.logger(ctx).WithValues("reflector", r.name)
-	ws, err := src.load()
+	ws, err := src.load(r.shard.Load())
 	if err != nil {
 		log.Info("snapshot discarded; starting cold", "reason", discardReason(err), "error", err.Error())
 		r.reportStart(StartReport{Start: StartDiscarded, Reason: discardReason(err)})
@@ -364,7 +365,7 @@ func (r *reflector) handOff(stream initialStreamer, ws *warmSnapshot, rv string,
 	stats := ListSummary{Objects: n, ResourceVersion: rv, Duration: r.clock.Since(start)}
 	r.recordList(rv, stats)
 	stream.endInitialStream(rv)
-	r.recordShardList(r.shard.Load())
+	r.recordShardList(r.shard.Load(), rv)
 	r.opts.metrics.active()
 }
 

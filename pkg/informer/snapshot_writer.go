@@ -17,8 +17,9 @@ import (
 // deltacache_snapshot_writes_total).
 const (
 	SnapshotWritten = "written"
-	// SnapshotSkipped: a record is held decoded (its codec refused it) or the
-	// store has no resourceVersion yet; nothing was written this round.
+	// SnapshotSkipped: a record is held decoded (its codec refused it), the
+	// store has no resourceVersion yet, or its shard selector is changing;
+	// nothing was written this round.
 	SnapshotSkipped = "skipped"
 	SnapshotFailed  = "failed"
 )
@@ -28,6 +29,11 @@ var errSnapshotDecodedRecord = errors.New("a record is held decoded (its codec r
 
 // errSnapshotNoRV skips a write: the store has applied no resourceVersion yet.
 var errSnapshotNoRV = errors.New("the store has no resourceVersion yet")
+
+// errSnapshotShardMoving skips a write: the shard selector changed and the
+// store has not applied the list of the new one yet (or it changed while the
+// records were read), so the records are complete for no selector.
+var errSnapshotShardMoving = errors.New("the shard selector is changing")
 
 // snapshotWriter is an informer's writer state.
 type snapshotWriter struct {
@@ -87,7 +93,7 @@ func (s *SharedIndexInformer) writeSnapshot(ctx context.Context, w *snapshotWrit
 		if w.loggedDecoded.CompareAndSwap(false, true) {
 			s.log.Info("snapshot not written: "+err.Error()+"; retried every interval", "dir", w.cfg.Dir)
 		}
-	case errors.Is(err, errSnapshotNoRV):
+	case errors.Is(err, errSnapshotNoRV), errors.Is(err, errSnapshotShardMoving):
 		im.snapshotResult(SnapshotSkipped)
 	default:
 		im.snapshotResult(SnapshotFailed)
@@ -98,11 +104,23 @@ func (s *SharedIndexInformer) writeSnapshot(ctx context.Context, w *snapshotWrit
 // writeSnapshotFile collects the store's records and writes them: the RV
 // first (the DeltaFIFO's drained RV: every event up to it is applied, so
 // every record read afterwards is at least as new), then the records
-// (stored bytes are immutable: the file is written from them directly).
+// (stored bytes are immutable: the file is written from them directly). The
+// header names the shard selector the records are complete for: the current
+// one, once the store has applied the list made with it (a write while a
+// new shard's list is pending, or during which the selector changed, is
+// skipped), because a resume replays only changes and would never bring
+// back the objects of a shard gained.
 func (s *SharedIndexInformer) writeSnapshotFile(ctx context.Context, w *snapshotWriter) (int64, int, error) {
+	sel, listRV, settled := s.settledShardList()
+	if !settled {
+		return 0, 0, errSnapshotShardMoving
+	}
 	rvp := s.fifo.drainedRV.Load()
 	if rvp == nil || *rvp == "" {
 		return 0, 0, errSnapshotNoRV
+	}
+	if rvOlder(*rvp, listRV) {
+		return 0, 0, errSnapshotShardMoving
 	}
 	t := s.indexer.table.Load()
 	recs := make([]snapshotRecord, 0, t.size.Load())
@@ -118,11 +136,15 @@ func (s *SharedIndexInformer) writeSnapshotFile(ctx context.Context, w *snapshot
 	if err != nil {
 		return 0, 0, err
 	}
+	if s.shard.Load() != sel {
+		return 0, 0, errSnapshotShardMoving
+	}
 	build, err := w.cfg.buildHash()
 	if err != nil {
 		return 0, 0, err
 	}
-	h := snapshotHeader{identity: w.identity, build: build, written: time.Now(), resourceVersion: *rvp}
+	h := snapshotHeader{identity: w.identity, build: build, shard: shardHash(sel), written: time.Now(),
+		resourceVersion: *rvp}
 	n, err := writeSnapshotFile(ctx, w.cfg.Dir, w.name, h, recs)
 	return n, len(recs), err
 }

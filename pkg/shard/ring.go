@@ -119,6 +119,9 @@ type Ring struct {
 	status Status
 	// changed is closed and replaced whenever status changes.
 	changed chan struct{}
+	// firstRound is closed when Run's first round has ended.
+	firstRound     chan struct{}
+	firstRoundOnce sync.Once
 }
 
 // New returns a Ring that keeps this replica's Lease through leases and
@@ -138,12 +141,18 @@ func New(leases coordinationclient.LeasesGetter, consumer Consumer, opts Options
 			opts.RenewInterval, opts.LeaseDuration)
 	}
 	r := &Ring{leases: leases, consumer: consumer, opts: opts, clock: opts.Clock,
-		lease: opts.Name + "-" + opts.Identity, changed: make(chan struct{})}
+		lease: opts.Name + "-" + opts.Identity, changed: make(chan struct{}), firstRound: make(chan struct{})}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
 	return r, nil
 }
+
+// FirstRound returns a channel closed once Run's first round has ended, with
+// or without error: by then the Consumer has been told to serve the slots this
+// replica's Lease could claim (a replica restarted with its Lease unexpired
+// gets its slots back in that round).
+func (r *Ring) FirstRound() <-chan struct{} { return r.firstRound }
 
 // Status returns the Ring's view after its last round.
 func (r *Ring) Status() Status {
@@ -189,6 +198,7 @@ func (r *Ring) Run(ctx context.Context) error {
 		if err := r.round(ctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Ring round failed; retrying")
 		}
+		r.firstRoundOnce.Do(func() { close(r.firstRound) })
 		r.fence(ctx)
 		select {
 		case <-ctx.Done():
