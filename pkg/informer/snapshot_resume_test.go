@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -444,16 +443,7 @@ func TestSnapshotOfAShardedInformerResumesAndDiffsWithinItsShard(t *testing.T) {
 				eventually(t, 10*time.Second, "sync", s.HasSynced)
 				return s, run
 			}
-			inShard := func() []string {
-				var out []string
-				for _, o := range srv.Objects() {
-					if lowerHalf.Matches(o) {
-						out = append(out, uidRV(o))
-					}
-				}
-				slices.Sort(out)
-				return out
-			}
+			inShard := func() []string { return inShardOf(srv, lowerHalf) }
 			first, firstRun := start()
 			equalStrings(t, "first store", storeState(first), inShard())
 			firstRun.stop(t) // its snapshot holds its shard only
