@@ -28,7 +28,9 @@ func listBy(t *testing.T, c *Cache, selector string, opts ...client.ListOption) 
 // against the selector returns, with the kind set, objects of the caller's own, one
 // allocation less per item.
 func TestListAnsweredByALabelIndexDecodesIntoItems(t *testing.T) {
-	c, _, _ := startAdaptive(t, 300, nil, WithLabelIndexes(appLabel))
+	// Compact storage named: make test's second pass (DELTACACHE_STORAGE=Decoded) would
+	// hold the objects decoded, where a List copies them as before.
+	c, _, _ := startAdaptive(t, 300, nil, WithLabelIndexes(appLabel), WithStorage(StorageCompact))
 	for _, tc := range []struct {
 		answered, checked string
 		opts              []client.ListOption
