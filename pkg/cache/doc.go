@@ -153,6 +153,7 @@ limitations under the License.
 //	missing_kinds.go             a blocking GetInformer waiting for a kind not served yet
 //	reader.go                    Get and List: scope, wait, path (index or scan), copy
 //	list_items.go                filling a List's Items (deep copies written in place)
+//	list_slots.go                a List one label index answers: Items decoded in place
 //	field_index.go               IndexField, "field:<name>" indexes and their lookups
 //	label_index.go               "label:<key>" indexes (WithLabelIndexes) and their lookups
 //	adaptive_index.go            automatic "label:<key>" indexes for the keys Lists scan for

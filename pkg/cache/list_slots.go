@@ -30,9 +30,8 @@ import (
 // then costs no allocation of its own and no copy into the slice, which is most of
 // what setListItems otherwise spends on an item, and a fifth of a Pod's decode.
 type listSlots struct {
-	// items is the []T that becomes list's Items; its elements are the slots.
-	items reflect.Value
-	elem  reflect.Type
+	// items is the []T that becomes list's Items (dst); its elements are the slots.
+	items, dst reflect.Value
 	// given counts the calls of next, slots or not.
 	given int
 }
@@ -52,7 +51,7 @@ func newListSlots(list runtime.Object, example runtime.Object, bound int) *listS
 	if sliceType.Kind() != reflect.Slice || ptr.Kind() != reflect.Pointer || sliceType.Elem() != ptr.Elem() {
 		return nil
 	}
-	return &listSlots{items: reflect.MakeSlice(sliceType, bound, bound), elem: ptr.Elem()}
+	return &listSlots{items: reflect.MakeSlice(sliceType, bound, bound), dst: reflect.ValueOf(itemsPtr).Elem()}
 }
 
 // next returns where the next item goes: the next slot, or, past the bound (a write
@@ -63,13 +62,13 @@ func (ls *listSlots) next() any {
 	if i < ls.items.Len() {
 		return ls.items.Index(i).Addr().Interface()
 	}
-	return reflect.New(ls.elem).Interface()
+	return reflect.New(ls.items.Type().Elem()).Interface()
 }
 
-// set makes the filled slots list's Items, with gvk set on each, when items are
+// set makes the filled slots the list's Items, with gvk set on each, when items are
 // exactly the first len(items) slots in order; otherwise it reports false and leaves
 // list alone (setListItems then copies the items out of the slots).
-func (ls *listSlots) set(list runtime.Object, items []listItem, gvk schema.GroupVersionKind) bool {
+func (ls *listSlots) set(items []listItem, gvk schema.GroupVersionKind) bool {
 	if len(items) > ls.items.Len() {
 		return false
 	}
@@ -81,11 +80,7 @@ func (ls *listSlots) set(list runtime.Object, items []listItem, gvk schema.Group
 	for _, item := range items {
 		item.obj.GetObjectKind().SetGroupVersionKind(gvk)
 	}
-	itemsPtr, err := apimeta.GetItemsPtr(list)
-	if err != nil {
-		return false
-	}
-	reflect.ValueOf(itemsPtr).Elem().Set(ls.items.Slice3(0, len(items), len(items)))
+	ls.dst.Set(ls.items.Slice3(0, len(items), len(items)))
 	return true
 }
 

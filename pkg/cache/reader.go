@@ -206,7 +206,7 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 			items = append(items, listItem{obj: obj, copy: copyItems, own: s.readsCopy})
 		}
 	}
-	if slots == nil || !slots.set(list, items, gvk) {
+	if slots == nil || !slots.set(items, gvk) {
 		if err := setListItems(list, items, gvk); err != nil {
 			return err
 		}

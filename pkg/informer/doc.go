@@ -47,9 +47,9 @@
 //	consistency_check.go      the drift check: the store compared with a metadata-only LIST
 //	consistency_removals.go   the keys a running check must not count missing: removed after its list
 //	snapshot_options.go       Snapshot: the option, its defaults, the build identity
-//	snapshot_file.go          the snapshot file: format, atomic write, checked read
+//	snapshot_file.go          the snapshot file: format (with the shard hash), atomic write, checked read
 //	snapshot_writer.go        writing the store at an interval and at stop, at the DeltaFIFO's drained RV
-//	snapshot_load.go          loading a snapshot into a private staging set
+//	snapshot_load.go          loading a snapshot (checked against the shard) and decoding it into a private staging set
 //	snapshot_resume.go        the warm start: catch-up watch to the server's RV, hand-off as the first list
 //	snapshot_diff.go          the warm start after a 410: metadata LIST compared, changed objects fetched
 //	snapshot_metrics.go       starts, loads, fetches and writes counted

@@ -21,13 +21,8 @@ func (s *SharedIndexInformer) ShardSettled() bool {
 
 // settledShard returns the current shard selector and whether it settled.
 func (s *SharedIndexInformer) settledShard() (*ShardSelector, bool) {
-	cur := s.shard.Load()
-	r := s.getReflector()
-	if r == nil {
-		return cur, false
-	}
-	sel, ok := r.ListedShard()
-	return cur, ok && sel == cur
+	sel, _, ok := s.settledShardList()
+	return sel, ok
 }
 
 // settledShardList is settledShard with the resourceVersion of the list
