@@ -360,6 +360,9 @@ func TestSnapshotWriterSkipsARoundWithARecordHeldDecoded(t *testing.T) {
 		Snapshot: Snapshot{Dir: dir, Name: podSnapshotName, Identity: "pods", Version: "test"}})
 	run := startInformer(t, s)
 	eventually(t, 5*time.Second, "sync", s.HasSynced)
+	// HasSynced can come before the DeltaFIFO records its drained RV, and a
+	// write without it is skipped for that reason, not the decoded record.
+	eventuallyDrainedAt(t, s, srv.ResourceVersion())
 	// A record the codec refused is held decoded (here: put there directly).
 	b := s.indexer.beginBatch(1)
 	_, _, _ = b.write("ns1/decoded", &corev1.Pod{}, prepared{obj: &corev1.Pod{}, vals: s.indexer.table.Load().funcs.compute(&corev1.Pod{})})
@@ -413,10 +416,7 @@ func TestSnapshotWrittenEveryIntervalAtTheDrainedRVAndCounted(t *testing.T) {
 	}
 	srv.createPod("pod-later", "uid-later")
 	eventually(t, 5*time.Second, "the new pod stored", func() bool { return len(s.GetStore().List()) == 4 })
-	eventually(t, 5*time.Second, "the DeltaFIFO drained at the new RV", func() bool {
-		rv := s.fifo.drainedRV.Load()
-		return rv != nil && *rv == srv.ResourceVersion()
-	})
+	eventuallyDrainedAt(t, s, srv.ResourceVersion())
 	tick(2)
 	if got, want := header(), srv.ResourceVersion(); got.resourceVersion != want || got.records != 4 {
 		t.Fatalf("second snapshot: RV %s with %d records, want %s with 4", got.resourceVersion, got.records, want)
@@ -463,4 +463,14 @@ func TestSnapshotOfAShardedInformerResumesAndDiffsWithinItsShard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// eventuallyDrainedAt waits until the informer's DeltaFIFO has recorded rv as
+// drained: HasSynced can come first, and a snapshot write skips until then.
+func eventuallyDrainedAt(t *testing.T, s *SharedIndexInformer, rv string) {
+	t.Helper()
+	eventually(t, 5*time.Second, "the DeltaFIFO drained at "+rv, func() bool {
+		got := s.fifo.drainedRV.Load()
+		return got != nil && *got == rv
+	})
 }

@@ -76,6 +76,7 @@ func TestSnapshotWriteIsSkippedWhileTheShardMoves(t *testing.T) {
 	run := startInformer(t, s)
 	defer run.stop(t)
 	eventually(t, 10*time.Second, "sync", s.HasSynced)
+	eventuallyDrainedAt(t, s, srv.ResourceVersion())
 	w, _ := s.snapshotSetup()
 	if _, _, err := s.writeSnapshotFile(t.Context(), w); err != nil {
 		t.Fatalf("a settled shard: %v", err)
