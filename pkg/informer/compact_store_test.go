@@ -85,8 +85,8 @@ func TestCompactStorageReadsReturnEqualObjectsOfTheirOwn(t *testing.T) {
 		IndexerOptions{Codec: codec})
 	in := fullPod("ns", "a", "7")
 	must(t, ix.Add(in))
-	if !ix.ReadsCopy() {
-		t.Fatal("ReadsCopy() = false with a codec")
+	if !ix.readsCopy() {
+		t.Fatal("readsCopy() = false with a codec")
 	}
 
 	got, ok, err := ix.GetByKey("ns/a")

@@ -44,9 +44,9 @@ func (c ConsistencyCheck) enabled() bool { return c.Interval > 0 && c.List != ni
 
 // Kinds of drift, as the "drift" label of deltacache_consistency_drift_objects_total.
 const (
-	DriftMissing = "missing"
-	DriftExtra   = "extra"
-	DriftStale   = "stale"
+	driftMissing = "missing"
+	driftExtra   = "extra"
+	driftStale   = "stale"
 )
 
 const (
@@ -331,7 +331,7 @@ func (s *SharedIndexInformer) compare(server map[string]serverMeta, listRV uint6
 	at, _ := parseRV(s.indexer.LastStoreSyncResourceVersion())
 	for key, sm := range server {
 		if d := s.classify(key, sm, true, at); d != "" {
-			if d == DriftMissing {
+			if d == driftMissing {
 				missing = append(missing, key)
 			} else {
 				stale = append(stale, key)
@@ -342,7 +342,7 @@ func (s *SharedIndexInformer) compare(server map[string]serverMeta, listRV uint6
 		if _, ok := server[key]; ok {
 			continue
 		}
-		if at >= listRV && s.classify(key, serverMeta{}, false, at) == DriftExtra && s.extraAt(key, listRV) {
+		if at >= listRV && s.classify(key, serverMeta{}, false, at) == driftExtra && s.extraAt(key, listRV) {
 			extra = append(extra, key)
 		}
 	}
@@ -355,12 +355,12 @@ func (s *SharedIndexInformer) recheck(server map[string]serverMeta, listRV uint6
 ) (m2, e2, s2 []string) {
 	at, _ := parseRV(s.indexer.LastStoreSyncResourceVersion())
 	for _, key := range missing {
-		if s.classify(key, server[key], true, at) == DriftMissing {
+		if s.classify(key, server[key], true, at) == driftMissing {
 			m2 = append(m2, key)
 		}
 	}
 	for _, key := range stale {
-		if s.classify(key, server[key], true, at) == DriftStale {
+		if s.classify(key, server[key], true, at) == driftStale {
 			s2 = append(s2, key)
 		}
 	}
@@ -372,14 +372,14 @@ func (s *SharedIndexInformer) recheck(server map[string]serverMeta, listRV uint6
 	return m2, e2, s2
 }
 
-// classify returns DriftMissing, DriftStale, DriftExtra or "" for key, listed (onServer) as sm,
+// classify returns driftMissing, driftStale, driftExtra or "" for key, listed (onServer) as sm,
 // given the store's RV at: only what at proves counts.
 func (s *SharedIndexInformer) classify(key string, sm serverMeta, onServer bool, at uint64) string {
 	st, inStore := s.storeMeta(key)
 	switch {
 	case !onServer:
 		if inStore {
-			return DriftExtra
+			return driftExtra
 		}
 		return ""
 	case s.fifo.pending(key):
@@ -392,10 +392,10 @@ func (s *SharedIndexInformer) classify(key string, sm serverMeta, onServer bool,
 		return ""
 	case !inStore:
 		if sm.rv <= at {
-			return DriftMissing
+			return driftMissing
 		}
 	case st.rv < sm.rv && sm.rv <= at:
-		return DriftStale
+		return driftStale
 	}
 	return ""
 }

@@ -94,9 +94,9 @@ func NewIndexerWithOptions(keyFunc toolscache.KeyFunc, indexers toolscache.Index
 	return ix
 }
 
-// ReadsCopy reports whether every read returns an object of its own (compact
+// readsCopy reports whether every read returns an object of its own (compact
 // storage is on), so a caller that hands objects out needs no deep copy.
-func (ix *Indexer) ReadsCopy() bool { return ix.codec != nil }
+func (ix *Indexer) readsCopy() bool { return ix.codec != nil }
 
 // StoredStats describes what an Indexer holds.
 type StoredStats struct {

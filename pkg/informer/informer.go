@@ -432,7 +432,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 // earlyEncoder returns the Reflector's encode option: the Indexer's early
 // encoding with compact storage on, nil without.
 func (s *SharedIndexInformer) earlyEncoder() func(runtime.Object, bool) any {
-	if !s.indexer.ReadsCopy() {
+	if !s.indexer.readsCopy() {
 		return nil
 	}
 	return s.indexer.encodeEarly
@@ -614,7 +614,7 @@ func (s *SharedIndexInformer) markSynced() {
 		if rep.Reason != "" {
 			kv = append(kv, "reason", rep.Reason)
 		}
-		if rep.Loaded > 0 || rep.Start != StartCold {
+		if rep.Loaded > 0 || rep.Start != startCold {
 			kv = append(kv, "loaded", rep.Loaded, "fetched", rep.Fetched)
 		}
 	}

@@ -171,7 +171,7 @@ func TestSetShardSelectorEvictsWithoutDeleteAndDeliversTheNewShardAsAdds(t *test
 				t.Errorf("shard_evicted_objects_total = %v, want 2", got)
 			}
 			// The hand-off's relist is counted as such, not as drift.
-			for cause, want := range map[string]float64{RelistCauseShard: 1, RelistCauseDrift: 0} {
+			for cause, want := range map[string]float64{relistCauseShard: 1, relistCauseDrift: 0} {
 				if got := testutil.ToFloat64(metrics.relists.WithLabelValues("", "", "Pod", ShapeTyped, cause)); got != want {
 					t.Errorf("relists_total{cause=%s} = %v, want %v", cause, got, want)
 				}

@@ -32,19 +32,19 @@ const (
 
 // Values of the "cause" label of deltacache_informer_relists_total.
 const (
-	// RelistCauseExpired: the resourceVersion was too old (410 Expired/Gone).
-	RelistCauseExpired = "expired"
-	// RelistCauseTooLargeResourceVersion: the server had not reached the
+	// relistCauseExpired: the resourceVersion was too old (410 Expired/Gone).
+	relistCauseExpired = "expired"
+	// relistCauseTooLargeResourceVersion: the server had not reached the
 	// resourceVersion ("Too large resource version").
-	RelistCauseTooLargeResourceVersion = "too_large_resource_version"
-	// RelistCauseError: any other list or watch error, after backoff.
-	RelistCauseError = "error"
-	// RelistCauseDrift: the consistency check found the store different from
+	relistCauseTooLargeResourceVersion = "too_large_resource_version"
+	// relistCauseError: any other list or watch error, after backoff.
+	relistCauseError = "error"
+	// relistCauseDrift: the consistency check found the store different from
 	// the server (see ConsistencyCheck).
-	RelistCauseDrift = "drift"
-	// RelistCauseShard: the shard selector changed (a slot moved to or
+	relistCauseDrift = "drift"
+	// relistCauseShard: the shard selector changed (a slot moved to or
 	// from this replica, or a namespace it owns appeared or went away).
-	RelistCauseShard = "shard"
+	relistCauseShard = "shard"
 )
 
 // MetricLabels are the label values of an informer's series. Each must come
@@ -426,7 +426,7 @@ func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.
 	for i, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
 		im.watchEvents[i] = m.watchEvents.WithLabelValues(append(lv, string(t))...)
 	}
-	causes := []string{RelistCauseExpired, RelistCauseTooLargeResourceVersion, RelistCauseError, RelistCauseDrift, RelistCauseShard}
+	causes := []string{relistCauseExpired, relistCauseTooLargeResourceVersion, relistCauseError, relistCauseDrift, relistCauseShard}
 	for i, cause := range causes {
 		im.relists[i] = m.relists.WithLabelValues(append(lv, cause)...)
 	}
@@ -434,7 +434,7 @@ func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.
 		for i, result := range []string{"ok", "drift", "error"} {
 			im.consistencyChecks[i] = m.checks.WithLabelValues(append(lv, result)...)
 		}
-		for i, drift := range []string{DriftMissing, DriftExtra, DriftStale} {
+		for i, drift := range []string{driftMissing, driftExtra, driftStale} {
 			im.driftObjects[i] = m.drift.WithLabelValues(append(lv, drift)...)
 		}
 	}
@@ -588,7 +588,7 @@ func (im *informerMetrics) relist(err error) {
 		return
 	}
 	if req, ok := err.(errRelistRequested); ok {
-		if req.cause == RelistCauseShard {
+		if req.cause == relistCauseShard {
 			im.relists[4].Inc()
 		} else {
 			im.relists[3].Inc()

@@ -198,7 +198,7 @@ type reflector struct {
 	// warmTried is set once the first list tried the snapshot (Run
 	// goroutine only); start is how the first list was had.
 	warmTried bool
-	start     atomic.Pointer[StartReport]
+	start     atomic.Pointer[startReport]
 }
 
 // RequestRelist makes the Reflector end its watch and relist with a
@@ -206,7 +206,7 @@ type reflector struct {
 // Requests made while a list is under way, or while one is pending, are one.
 // The consistency check uses it to heal drift.
 func (r *reflector) RequestRelist(reason string) {
-	r.requestRelist(RelistCauseDrift, reason)
+	r.requestRelist(relistCauseDrift, reason)
 }
 
 // requestRelist is RequestRelist with the relist's cause, one of the
@@ -355,7 +355,7 @@ func (r *reflector) ListAndWatch(ctx context.Context) error {
 		}
 	}
 	if r.opts.snapshot != nil && r.start.Load() == nil {
-		r.reportStart(StartReport{Start: StartCold})
+		r.reportStart(startReport{Start: startCold})
 	}
 	if r.useWatchList() {
 		w, timeoutSeconds, err := r.watchList(ctx)

@@ -88,7 +88,7 @@ func (r *reflector) SetShardSelector(sel *ShardSelector) {
 		return
 	}
 	r.shard.Store(sel)
-	r.requestRelist(RelistCauseShard, "shard selector changed")
+	r.requestRelist(relistCauseShard, "shard selector changed")
 }
 
 // shardOptions sets the shard selector on a list or watch request: sel, or,

@@ -9,17 +9,17 @@ import (
 // Values of the "start" label of deltacache_informer_starts_total: how an
 // informer got its first list.
 const (
-	// StartCold: a full list (no snapshot, or snapshots off).
-	StartCold = "cold"
-	// StartResumed: a snapshot brought up to date by a watch resumed from its
+	// startCold: a full list (no snapshot, or snapshots off).
+	startCold = "cold"
+	// startResumed: a snapshot brought up to date by a watch resumed from its
 	// resourceVersion.
-	StartResumed = "resumed"
-	// StartDiffed: a snapshot brought up to date by a metadata-only LIST
+	startResumed = "resumed"
+	// startDiffed: a snapshot brought up to date by a metadata-only LIST
 	// compared with it, and Gets of the objects added or changed.
-	StartDiffed = "diffed"
-	// StartDiscarded: a snapshot was found but not used (its "reason" label
+	startDiffed = "diffed"
+	// startDiscarded: a snapshot was found but not used (its "reason" label
 	// says why); the informer listed in full.
-	StartDiscarded = "discarded"
+	startDiscarded = "discarded"
 )
 
 // snapshotVecs are the series of snapshots and warm starts.
@@ -70,7 +70,7 @@ func (im *informerMetrics) snapshotWritten(n int64, d time.Duration) {
 		return
 	}
 	s := im.snapshotSeries()
-	s.vecs.writes.WithLabelValues(append(s.labels, SnapshotWritten)...).Inc()
+	s.vecs.writes.WithLabelValues(append(s.labels, snapshotResultWritten)...).Inc()
 	s.vecs.writtenBytes.WithLabelValues(s.labels...).Add(float64(n))
 	s.vecs.writeDuration.WithLabelValues(s.labels...).Observe(d.Seconds())
 }
@@ -84,8 +84,8 @@ func (im *informerMetrics) snapshotResult(result string) {
 	s.vecs.writes.WithLabelValues(append(s.labels, result)...).Inc()
 }
 
-// started records how the informer started (a Start* value; reason for
-// StartDiscarded), the objects loaded from a snapshot and fetched by a diff.
+// started records how the informer started (a start* value; reason for
+// startDiscarded), the objects loaded from a snapshot and fetched by a diff.
 func (im *informerMetrics) started(start, reason string, loaded, fetched int) {
 	if im == nil {
 		return

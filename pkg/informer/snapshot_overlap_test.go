@@ -59,7 +59,7 @@ func TestSnapshotCatchUpWatchOpensWhileTheRecordsDecode(t *testing.T) {
 	close(gate.release)
 	eventually(t, 10*time.Second, "informer to sync", run.s.HasSynced)
 	equalStrings(t, "store after the warm start", storeState(run.s), srv.state())
-	if rep, ok := run.s.StartReport(); !ok || rep.Start != StartResumed || rep.Loaded != 600 {
+	if rep, ok := run.s.startReport(); !ok || rep.Start != startResumed || rep.Loaded != 600 {
 		t.Fatalf("start report %+v (ok %v), want resumed with 600 loaded", rep, ok)
 	}
 }
@@ -75,8 +75,8 @@ func TestSnapshotWhoseRecordsDoNotDecodeIsDiscardedAfterTheWatchOpened(t *testin
 	changeWhileStopped(srv)
 
 	run, logs := startGated(t, srv, dir, &gatedCodec{StorageCodec: podCodec(t).StorageCodec, fail: true})
-	eventually(t, 10*time.Second, "a start report", func() bool { _, ok := run.s.StartReport(); return ok })
-	if rep, _ := run.s.StartReport(); rep != (StartReport{Start: StartDiscarded, Reason: discardCorrupt}) {
+	eventually(t, 10*time.Second, "a start report", func() bool { _, ok := run.s.startReport(); return ok })
+	if rep, _ := run.s.startReport(); rep != (startReport{Start: startDiscarded, Reason: discardCorrupt}) {
 		t.Fatalf("start report %+v, want discarded as corrupt", rep)
 	}
 	if got := logs.with("snapshot discarded; starting cold", discardCorrupt); len(got) != 1 {

@@ -109,9 +109,9 @@ type snapshotSource struct {
 	keyOf func(obj any) (string, error)
 }
 
-// StartReport says how an informer got its first list.
-type StartReport struct {
-	// Start is StartCold, StartResumed, StartDiffed or StartDiscarded.
+// startReport says how an informer got its first list.
+type startReport struct {
+	// Start is startCold, startResumed, startDiffed or startDiscarded.
 	Start string
 	// Reason a snapshot was discarded, or a warm start given up ("" else).
 	Reason string
@@ -119,20 +119,20 @@ type StartReport struct {
 	Loaded, Fetched int
 }
 
-// StartReport returns how the informer got its first list; ok is false
+// startReport returns how the informer got its first list; ok is false
 // before it has, and for an informer without snapshots (always cold).
-func (s *SharedIndexInformer) StartReport() (StartReport, bool) {
+func (s *SharedIndexInformer) startReport() (startReport, bool) {
 	if r := s.getReflector(); r != nil {
 		if p := r.start.Load(); p != nil {
 			return *p, true
 		}
 	}
-	return StartReport{}, false
+	return startReport{}, false
 }
 
 // reportStart records and counts how the first list was had (only an
 // informer with snapshots on reports it).
-func (r *reflector) reportStart(rep StartReport) {
+func (r *reflector) reportStart(rep startReport) {
 	r.start.Store(&rep)
 	r.opts.metrics.started(rep.Start, rep.Reason, rep.Loaded, rep.Fetched)
 }
@@ -145,7 +145,7 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 	ws, err := src.load(r.shard.Load())
 	if err != nil {
 		log.Info("snapshot discarded; starting cold", "reason", discardReason(err), "error", err.Error())
-		r.reportStart(StartReport{Start: StartDiscarded, Reason: discardReason(err)})
+		r.reportStart(startReport{Start: startDiscarded, Reason: discardReason(err)})
 		return false
 	}
 	if ws == nil {
@@ -157,7 +157,7 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 	}
 	start := r.clock.Now()
 	loaded := ws.records
-	rep := StartReport{Start: StartResumed, Loaded: loaded}
+	rep := startReport{Start: startResumed, Loaded: loaded}
 	rv, err := "", error(nil)
 	if age := time.Since(ws.header.written); age > src.cfg.maxAge() {
 		err = fmt.Errorf("%w: written %s ago, MaxAge %s", errSnapshotTooOld, age.Round(time.Millisecond), src.cfg.maxAge())
@@ -166,7 +166,7 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 	}
 	if err != nil && ctx.Err() == nil && diffable(err) {
 		log.V(1).Info("snapshot not resumable by watch; comparing it with a metadata list", "reason", err.Error())
-		rep.Start = StartDiffed
+		rep.Start = startDiffed
 		rv, rep.Fetched, err = r.snapshotDiff(ctx, ws)
 	}
 	if err == nil {
@@ -174,13 +174,13 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 	}
 	if d, ok := errors.AsType[*snapshotDiscard](err); ok {
 		log.Info("snapshot discarded; starting cold", "reason", d.reason, "error", err.Error())
-		r.reportStart(StartReport{Start: StartDiscarded, Reason: d.reason})
+		r.reportStart(startReport{Start: startDiscarded, Reason: d.reason})
 		return false
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Info("warm start given up; starting cold", "error", err.Error())
-			r.reportStart(StartReport{Start: StartCold, Reason: "warm start failed", Loaded: loaded})
+			r.reportStart(startReport{Start: startCold, Reason: "warm start failed", Loaded: loaded})
 		}
 		return false
 	}

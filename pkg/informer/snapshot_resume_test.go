@@ -63,8 +63,8 @@ func TestSnapshotWarmStartResumesByWatchAndHandlersSeeOneAddPerFinalObject(t *te
 	second := runSnapshotInformer(t, srv, dir, cfg)
 	want := srv.state()
 	equalStrings(t, "store after a warm start", storeState(second.s), want)
-	rep, ok := second.s.StartReport()
-	if !ok || rep != (StartReport{Start: StartResumed, Loaded: 5}) {
+	rep, ok := second.s.startReport()
+	if !ok || rep != (startReport{Start: startResumed, Loaded: 5}) {
 		t.Fatalf("start report = %+v (ok %v), want resumed with 5 loaded", rep, ok)
 	}
 	eventually(t, 5*time.Second, "one add per object", func() bool { return second.rec.count() >= len(want) })
@@ -137,8 +137,8 @@ func TestSnapshotWarmStartAfter410DiffsByMetadataAndFetchesOnlyTheChanged(t *tes
 			second := runSnapshotInformer(t, srv, dir, cfg)
 			want := srv.state()
 			equalStrings(t, "store after a diffed start", storeState(second.s), want)
-			rep, _ := second.s.StartReport()
-			if rep != (StartReport{Start: StartDiffed, Loaded: 20, Fetched: 3}) {
+			rep, _ := second.s.startReport()
+			if rep != (startReport{Start: startDiffed, Loaded: 20, Fetched: 3}) {
 				t.Fatalf("start report = %+v, want diffed, 20 loaded, 3 fetched; log: %q", rep, second.logs.with("warm start"))
 			}
 			equalStrings(t, "Gets", srv.gotten(), []string{ns1 + "/pod-1", ns1 + "/pod-3", ns1 + "/pod-new"})
@@ -163,7 +163,7 @@ func TestSnapshotAheadOfTheServerIsDiffedNotResumed(t *testing.T) {
 	changeWhileStopped(srv)
 	second := runSnapshotInformer(t, srv, dir, Snapshot{Name: podSnapshotName})
 	equalStrings(t, "store", storeState(second.s), srv.state())
-	if rep, _ := second.s.StartReport(); rep != (StartReport{Start: StartDiffed, Loaded: 20, Fetched: 3}) {
+	if rep, _ := second.s.startReport(); rep != (startReport{Start: startDiffed, Loaded: 20, Fetched: 3}) {
 		t.Fatalf("start report = %+v, want diffed with 3 fetched", rep)
 	}
 }
@@ -178,8 +178,8 @@ func TestSnapshotDiffWithMoreThanAQuarterChangedListsCold(t *testing.T) {
 	second := runSnapshotInformer(t, srv, dir, Snapshot{Name: podSnapshotName})
 	want := srv.state()
 	equalStrings(t, "store after a cold fallback", storeState(second.s), want)
-	rep, _ := second.s.StartReport()
-	if rep.Start != StartCold || rep.Reason == "" || rep.Loaded != 8 {
+	rep, _ := second.s.startReport()
+	if rep.Start != startCold || rep.Reason == "" || rep.Loaded != 8 {
 		t.Fatalf("start report = %+v, want cold with a reason and 8 loaded", rep)
 	}
 	if got := srv.gotten(); len(got) != 0 {
@@ -273,8 +273,8 @@ func TestSnapshotUnusableFilesAreDiscardedLoggedAndTheInformerListsCold(t *testi
 			second := runSnapshotInformer(t, srv, dir, cfg)
 			want := srv.state()
 			equalStrings(t, "store after a cold start", storeState(second.s), want)
-			rep, _ := second.s.StartReport()
-			if rep != (StartReport{Start: StartDiscarded, Reason: tc.reason}) {
+			rep, _ := second.s.startReport()
+			if rep != (startReport{Start: startDiscarded, Reason: tc.reason}) {
 				t.Fatalf("start report = %+v, want discarded (%s)", rep, tc.reason)
 			}
 			if got := second.logs.with("snapshot discarded"); len(got) != 1 || !strings.Contains(got[0], tc.reason) {
@@ -304,7 +304,7 @@ func TestSnapshotWriteCutShortLeavesThePreviousSnapshot(t *testing.T) {
 	changeWhileStopped(srv)
 	second := runSnapshotInformer(t, srv, dir, Snapshot{Name: podSnapshotName})
 	equalStrings(t, "store", storeState(second.s), srv.state())
-	if rep, _ := second.s.StartReport(); rep.Start != StartResumed || rep.Loaded != 4 {
+	if rep, _ := second.s.startReport(); rep.Start != startResumed || rep.Loaded != 4 {
 		t.Fatalf("start report = %+v, want resumed from the previous snapshot's 4 objects", rep)
 	}
 	if _, err := os.Stat(temp); !os.IsNotExist(err) {
@@ -453,10 +453,10 @@ func TestSnapshotOfAShardedInformerResumesAndDiffsWithinItsShard(t *testing.T) {
 			}
 			second, _ := start()
 			equalStrings(t, "store after a warm start", storeState(second), inShard())
-			rep, _ := second.StartReport()
-			want := StartResumed
+			rep, _ := second.startReport()
+			want := startResumed
 			if compact {
-				want = StartDiffed
+				want = startDiffed
 			}
 			if rep.Start != want || rep.Loaded != len(storeState(first)) {
 				t.Fatalf("start report = %+v, want %s with %d loaded", rep, want, len(storeState(first)))

@@ -30,20 +30,20 @@ func TestSnapshotOfAnotherShardIsDiscardedAndOfTheSameResumed(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		sel  *ShardSelector
-		want StartReport
+		want startReport
 	}{
 		// Each case resumes or discards the snapshot the one before wrote at its stop.
-		{"the same half", lowerHalf, StartReport{Start: StartResumed, Loaded: len(inShardOf(srv, lowerHalf))}},
-		{"whole hash space", nil, StartReport{Start: StartDiscarded, Reason: discardShard}},
-		{"an empty shard", &ShardSelector{Field: ShardByUID}, StartReport{Start: StartDiscarded, Reason: discardShard}},
+		{"the same half", lowerHalf, startReport{Start: startResumed, Loaded: len(inShardOf(srv, lowerHalf))}},
+		{"whole hash space", nil, startReport{Start: startDiscarded, Reason: discardShard}},
+		{"an empty shard", &ShardSelector{Field: ShardByUID}, startReport{Start: startDiscarded, Reason: discardShard}},
 	} {
 		s, run, logs := start(tc.sel)
-		rep, _ := s.StartReport()
+		rep, _ := s.startReport()
 		if rep != tc.want {
 			t.Errorf("%s: start report %+v, want %+v", tc.name, rep, tc.want)
 		}
 		equalStrings(t, tc.name+": store", storeState(s), inShardOf(srv, tc.sel))
-		if tc.want.Start == StartDiscarded && len(logs.with("snapshot discarded; starting cold", discardShard)) != 1 {
+		if tc.want.Start == startDiscarded && len(logs.with("snapshot discarded; starting cold", discardShard)) != 1 {
 			t.Errorf("%s: no discard log line naming the shard", tc.name)
 		}
 		run.stop(t) // writes its own snapshot: the next case's starting point

@@ -16,12 +16,12 @@ import (
 // Results of a snapshot write (the "result" label of
 // deltacache_snapshot_writes_total).
 const (
-	SnapshotWritten = "written"
-	// SnapshotSkipped: a record is held decoded (its codec refused it), the
+	snapshotResultWritten = "written"
+	// snapshotResultSkipped: a record is held decoded (its codec refused it), the
 	// store has no resourceVersion yet, or its shard selector is changing;
 	// nothing was written this round.
-	SnapshotSkipped = "skipped"
-	SnapshotFailed  = "failed"
+	snapshotResultSkipped = "skipped"
+	snapshotResultFailed  = "failed"
 )
 
 // errSnapshotDecodedRecord skips a write: a record is held decoded.
@@ -89,14 +89,14 @@ func (s *SharedIndexInformer) writeSnapshot(ctx context.Context, w *snapshotWrit
 		s.log.V(1).Info("snapshot written", "records", records, "bytes", n,
 			"seconds", s.clock.Since(start).Seconds())
 	case errors.Is(err, errSnapshotDecodedRecord):
-		im.snapshotResult(SnapshotSkipped)
+		im.snapshotResult(snapshotResultSkipped)
 		if w.loggedDecoded.CompareAndSwap(false, true) {
 			s.log.Info("snapshot not written: "+err.Error()+"; retried every interval", "dir", w.cfg.Dir)
 		}
 	case errors.Is(err, errSnapshotNoRV), errors.Is(err, errSnapshotShardMoving):
-		im.snapshotResult(SnapshotSkipped)
+		im.snapshotResult(snapshotResultSkipped)
 	default:
-		im.snapshotResult(SnapshotFailed)
+		im.snapshotResult(snapshotResultFailed)
 		s.log.Error(err, "snapshot not written", "dir", w.cfg.Dir, "file", w.name)
 	}
 }

@@ -365,9 +365,9 @@ func TestSoak(t *testing.T) {
 	pipeline := pipelineCounts(t)
 	// No fault loses a watch event silently: the consistency check finds nothing and
 	// causes no relist (the replicas' hand-offs relist with cause "shard").
-	if n := sum(pipeline.drift); n > 0 || pipeline.checks["drift"] > 0 || pipeline.relists[informer.RelistCauseDrift] > 0 {
+	if n := sum(pipeline.drift); n > 0 || pipeline.checks["drift"] > 0 || pipeline.relists["drift"] > 0 {
 		t.Errorf("the consistency check found %.0f drifted objects (%s) in %.0f checks and relisted %.0f times; want none",
-			n, causes(pipeline.drift), pipeline.checks["drift"], pipeline.relists[informer.RelistCauseDrift])
+			n, causes(pipeline.drift), pipeline.checks["drift"], pipeline.relists["drift"])
 	}
 	if pipeline.checks["ok"] == 0 {
 		t.Errorf("no consistency check passed (checks: %s)", causes(pipeline.checks))
