@@ -20,11 +20,14 @@ import (
 )
 
 // snapshotServer is a Fake with the metadata LIST and Get a metadata diff
-// uses, counting the Gets.
+// uses, counting the Gets and recording the LIST's page limits. maxPage, when
+// positive, caps a metadata page below the limit asked (as a server may).
 type snapshotServer struct {
 	*informertest.Fake
-	mu   sync.Mutex
-	gets []string
+	mu      sync.Mutex
+	gets    []string
+	limits  []int64
+	maxPage int
 }
 
 func newSnapshotServer() *snapshotServer {
@@ -40,14 +43,42 @@ func (s *snapshotServer) createPod(name, uid string, labels ...string) {
 	s.Create(p)
 }
 
-func (s *snapshotServer) listMetadata(_ context.Context, _ metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+func (s *snapshotServer) listMetadata(_ context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+	s.mu.Lock()
+	s.limits = append(s.limits, opts.Limit)
+	maxPage := s.maxPage
+	s.mu.Unlock()
 	rv := s.ResourceVersion()
+	objs := s.Objects()
+	from := 0
+	if opts.Continue != "" {
+		if _, err := fmt.Sscan(opts.Continue, &from); err != nil {
+			return nil, err
+		}
+	}
+	to := len(objs)
+	if opts.Limit > 0 {
+		to = min(to, from+int(opts.Limit))
+	}
+	if maxPage > 0 {
+		to = min(to, from+maxPage)
+	}
 	l := &metav1.PartialObjectMetadataList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
-	for _, o := range s.Objects() {
+	for _, o := range objs[from:to] {
 		p := o.(*corev1.Pod)
 		l.Items = append(l.Items, metav1.PartialObjectMetadata{ObjectMeta: *p.ObjectMeta.DeepCopy()})
 	}
+	if to < len(objs) {
+		l.Continue = fmt.Sprint(to)
+	}
 	return l, nil
+}
+
+// metadataLimits returns the Limit of every metadata LIST request so far.
+func (s *snapshotServer) metadataLimits() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.limits)
 }
 
 func (s *snapshotServer) get(_ context.Context, namespace, name string) (runtime.Object, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,13 +121,17 @@ func TestSnapshotWarmStartAfter410DiffsByMetadataAndFetchesOnlyTheChanged(t *tes
 		name    string
 		compact bool
 		maxAge  time.Duration
+		maxPage int
+		pages   int
 	}{
-		{name: "410", compact: true},
-		{name: "older than MaxAge", maxAge: time.Nanosecond},
+		{name: "410", compact: true, pages: 1},
+		{name: "older than MaxAge", maxAge: time.Nanosecond, pages: 1},
+		{name: "410, pages of 7", compact: true, maxPage: 7, pages: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newSnapshotServer()
 			populate(srv, 20)
+			srv.maxPage = tc.maxPage
 			dir := t.TempDir()
 			writeFirstSnapshot(t, srv, dir, Snapshot{Name: podSnapshotName})
 			changeWhileStopped(srv)
@@ -142,6 +147,14 @@ func TestSnapshotWarmStartAfter410DiffsByMetadataAndFetchesOnlyTheChanged(t *tes
 				t.Fatalf("start report = %+v, want diffed, 20 loaded, 3 fetched; log: %q", rep, second.logs.with("warm start"))
 			}
 			equalStrings(t, "Gets", srv.gotten(), []string{ns1 + "/pod-1", ns1 + "/pod-3", ns1 + "/pod-new"})
+			limits := srv.metadataLimits()
+			if len(limits) != tc.pages || slices.ContainsFunc(limits, func(l int64) bool { return l != DefaultPageSize*diffPageFactor }) {
+				t.Fatalf("metadata LIST limits %v, want %d pages of %d", limits, tc.pages, DefaultPageSize*diffPageFactor)
+			}
+			logged := second.logs.with("snapshot compared with a metadata list")
+			if len(logged) != 1 || !strings.Contains(logged[0], fmt.Sprintf(`"listed"=%d "pages"=%d "fetched"=3`, len(want), tc.pages)) {
+				t.Fatalf("diff log lines %q, want one with %d listed in %d pages, 3 fetched", logged, len(want), tc.pages)
+			}
 			eventually(t, 5*time.Second, "one add per object", func() bool { return second.rec.count() >= len(want) })
 			equalStrings(t, "handler calls", sortedEvents(second.rec), initialAdds(want))
 		})
