@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -179,6 +180,13 @@ func runChild(ctx context.Context, specJSON string) int {
 	// a failing measurement reports its error instead.
 	klog.SetLogger(logr.Discard())
 	ctrllog.SetLogger(logr.Discard())
+	if os.Getenv("BENCH_CHILD_LOG") != "" {
+		// The caches' own log lines (informer synced, how a warm start went), for
+		// finding where a figure's time goes; V(0) only.
+		ctrllog.SetLogger(funcr.New(func(prefix, args string) {
+			fmt.Fprintln(os.Stderr, "bench child:", prefix, args)
+		}, funcr.Options{}))
+	}
 	var spec bench.ChildSpec
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
 		fmt.Fprintf(os.Stderr, "bench child: %v\n", err)
