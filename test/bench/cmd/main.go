@@ -179,13 +179,15 @@ func runChild(ctx context.Context, specJSON string) int {
 	// The peers log expected warnings (e.g. the in-memory API refusing WatchList);
 	// a failing measurement reports its error instead.
 	klog.SetLogger(logr.Discard())
-	ctrllog.SetLogger(logr.Discard())
 	if os.Getenv("BENCH_CHILD_LOG") != "" {
 		// The caches' own log lines (informer synced, how a warm start went), for
-		// finding where a figure's time goes; V(0) only.
+		// finding where a figure's time goes; V(0) only. (controller-runtime's
+		// logger can be set once.)
 		ctrllog.SetLogger(funcr.New(func(prefix, args string) {
 			fmt.Fprintln(os.Stderr, "bench child:", prefix, args)
 		}, funcr.Options{}))
+	} else {
+		ctrllog.SetLogger(logr.Discard())
 	}
 	var spec bench.ChildSpec
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
