@@ -99,24 +99,24 @@ func (c *Cache) snapshotIdentity(key entryKey, lwOpts informer.ListWatchOptions,
 // through the client its ListerWatcher uses (newListWatch).
 func (c *Cache) objectGetter(
 	key entryKey, mapping *meta.RESTMapping, namespaced bool,
-) (func(ctx context.Context, namespace, name string) (runtime.Object, error), error) {
+) (func(ctx context.Context, namespace, name string, opts metav1.GetOptions) (runtime.Object, error), error) {
 	switch key.shape {
 	case shapeUnstructured:
 		res := c.dynamicClient.Resource(mapping.Resource)
-		return func(ctx context.Context, namespace, name string) (runtime.Object, error) {
+		return func(ctx context.Context, namespace, name string, opts metav1.GetOptions) (runtime.Object, error) {
 			if namespaced {
-				return res.Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+				return res.Namespace(namespace).Get(ctx, name, opts)
 			}
-			return res.Get(ctx, name, metav1.GetOptions{})
+			return res.Get(ctx, name, opts)
 		}, nil
 	case shapeMetadata:
 		res := c.metadataClient.Resource(mapping.Resource)
-		return func(ctx context.Context, namespace, name string) (runtime.Object, error) {
+		return func(ctx context.Context, namespace, name string, opts metav1.GetOptions) (runtime.Object, error) {
 			get := res.Get
 			if namespaced {
 				get = res.Namespace(namespace).Get
 			}
-			obj, err := get(ctx, name, metav1.GetOptions{})
+			obj, err := get(ctx, name, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -128,11 +128,12 @@ func (c *Cache) objectGetter(
 		if err != nil {
 			return nil, fmt.Errorf("building REST client for %s: %w", key.gvk, err)
 		}
-		return func(ctx context.Context, namespace, name string) (runtime.Object, error) {
+		return func(ctx context.Context, namespace, name string, opts metav1.GetOptions) (runtime.Object, error) {
 			return client.Get().
 				Resource(mapping.Resource.Resource).
 				NamespaceIfScoped(namespace, namespaced).
 				Name(name).
+				VersionedParams(&opts, metav1.ParameterCodec).
 				Do(ctx).
 				Get()
 		}, nil

@@ -61,7 +61,7 @@ func (r *reflector) snapshotDiff(ctx context.Context, ws *warmSnapshot) (string,
 		return "", 0, fmt.Errorf("%d of %d objects changed since the snapshot: more than 1/%d",
 			len(fetch), len(listed), maxDiffShare)
 	}
-	newest, err := r.fetchChanged(ctx, ws, fetch, rv)
+	newest, err := r.fetchChanged(ctx, ws, fetch, rv, rv)
 	if err != nil {
 		return "", 0, err
 	}
@@ -151,13 +151,14 @@ func compareListed(ws *warmSnapshot, listed []listedMeta) []diffFetch {
 	return fetch
 }
 
-// fetchChanged Gets the objects of fetch, diffGetWorkers at a time, and puts
+// fetchChanged Gets the objects of fetch (each not older than listRV: served
+// from the API server's watch cache), diffGetWorkers at a time, and puts
 // each in the staging set through admit (one at a time, on the caller's
 // goroutine: the transform is not called concurrently), or drops its key
 // when it is gone (NotFound: its watch event says so too) or not admitted.
 // It returns the newest RV among newest and the fetched objects'.
 func (r *reflector) fetchChanged(
-	ctx context.Context, ws *warmSnapshot, fetch []diffFetch, newest string,
+	ctx context.Context, ws *warmSnapshot, fetch []diffFetch, listRV, newest string,
 ) (string, error) {
 	type fetched struct {
 		f   diffFetch
@@ -173,7 +174,7 @@ func (r *reflector) fetchChanged(
 	for range min(diffGetWorkers, len(fetch)) {
 		wg.Go(func() {
 			for f := range work {
-				obj, err := get(ctx, f.namespace, f.name)
+				obj, err := get(ctx, f.namespace, f.name, metav1.GetOptions{ResourceVersion: listRV})
 				select {
 				case results <- fetched{f: f, obj: obj, err: err}:
 				case <-ctx.Done():

@@ -27,6 +27,7 @@ type snapshotServer struct {
 	mu      sync.Mutex
 	gets    []string
 	limits  []int64
+	getRVs  []string
 	maxPage int
 }
 
@@ -74,6 +75,13 @@ func (s *snapshotServer) listMetadata(_ context.Context, opts metav1.ListOptions
 	return l, nil
 }
 
+// getResourceVersions returns the ResourceVersion of every Get so far.
+func (s *snapshotServer) getResourceVersions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.getRVs)
+}
+
 // metadataLimits returns the Limit of every metadata LIST request so far.
 func (s *snapshotServer) metadataLimits() []int64 {
 	s.mu.Lock()
@@ -81,9 +89,10 @@ func (s *snapshotServer) metadataLimits() []int64 {
 	return slices.Clone(s.limits)
 }
 
-func (s *snapshotServer) get(_ context.Context, namespace, name string) (runtime.Object, error) {
+func (s *snapshotServer) get(_ context.Context, namespace, name string, opts metav1.GetOptions) (runtime.Object, error) {
 	s.mu.Lock()
 	s.gets = append(s.gets, namespace+"/"+name)
+	s.getRVs = append(s.getRVs, opts.ResourceVersion)
 	s.mu.Unlock()
 	obj, ok := s.Get(namespace + "/" + name)
 	if !ok {

@@ -72,8 +72,11 @@ type Snapshot struct {
 	// cannot resume starts cold).
 	ListMetadata func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
 	// Get reads one object in full (of the informer's Go type), for the
-	// objects the metadata diff finds added or changed; nil = no diff.
-	Get func(ctx context.Context, namespace, name string) (runtime.Object, error)
+	// objects the metadata diff finds added or changed, honouring opts'
+	// ResourceVersion: the diff asks for the metadata list's, so an answer
+	// not older than the list, which kube-apiserver serves from its watch
+	// cache instead of a read from etcd per object; nil = no diff.
+	Get func(ctx context.Context, namespace, name string, opts metav1.GetOptions) (runtime.Object, error)
 }
 
 // enabled reports whether snapshots are configured.

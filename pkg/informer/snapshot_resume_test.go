@@ -147,6 +147,10 @@ func TestSnapshotWarmStartAfter410DiffsByMetadataAndFetchesOnlyTheChanged(t *tes
 				t.Fatalf("start report = %+v, want diffed, 20 loaded, 3 fetched; log: %q", rep, second.logs.with("warm start"))
 			}
 			equalStrings(t, "Gets", srv.gotten(), []string{ns1 + "/pod-1", ns1 + "/pod-3", ns1 + "/pod-new"})
+			// Each Get asks for an object not older than the metadata list (the
+			// server's RV: nothing changed after it), which a watch cache serves.
+			rv := srv.ResourceVersion()
+			equalStrings(t, "the Gets' resourceVersions", srv.getResourceVersions(), []string{rv, rv, rv})
 			limits := srv.metadataLimits()
 			if len(limits) != tc.pages || slices.ContainsFunc(limits, func(l int64) bool { return l != DefaultPageSize*diffPageFactor }) {
 				t.Fatalf("metadata LIST limits %v, want %d pages of %d", limits, tc.pages, DefaultPageSize*diffPageFactor)
