@@ -36,7 +36,7 @@ func BenchmarkSnapshotWrite20k(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		var err error
-		if n, err = writeSnapshotFile(b.Context(), dir, "pods", h, recs); err != nil {
+		if n, err = writeSnapshotFile(b.Context(), dir, "pods", h, recs, snapshotPace{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -52,7 +52,7 @@ func BenchmarkSnapshotLoad20k(b *testing.B) {
 	cfg := Snapshot{Identity: "pods", Version: "bench"}
 	build, _ := cfg.buildHash()
 	h := snapshotHeader{identity: cfg.identityHash(), build: build, written: time.Now(), resourceVersion: "1000"}
-	if _, err := writeSnapshotFile(b.Context(), dir, "pods", h, recs); err != nil {
+	if _, err := writeSnapshotFile(b.Context(), dir, "pods", h, recs, snapshotPace{}); err != nil {
 		b.Fatal(err)
 	}
 	st, _ := os.Stat(filepath.Join(dir, "pods"))

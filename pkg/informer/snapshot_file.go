@@ -109,13 +109,53 @@ func (c crcWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// snapshotPace bounds the share of a core a write takes from the informer's
+// pipeline: after every chunk bytes of records the writer sleeps idle times as
+// long as the chunk took, so it runs at most 1/(1+idle) of the time. The zero
+// value writes at full speed.
+type snapshotPace struct {
+	chunk int
+	idle  float64
+	// sleep waits d or until ctx ends (its error); nil = a timer (tests
+	// record the pauses instead).
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// periodicPace paces the writes made at an interval: at most a fifth of the
+// time, in chunks of 1 MiB (a write of 70k pods, ~50 MB, takes about a second
+// instead of a fifth). A write has no deadline but the next interval, and
+// on a machine of few cores an unpaced one takes the CPU the pop loop and the
+// handlers need (section B3 of docs/benchmarks.md measures it). The write at
+// stop is not paced: it has snapshotStopTimeout.
+var periodicPace = snapshotPace{chunk: 1 << 20, idle: 4}
+
+// wait pauses after a chunk that began at began, or returns ctx's error.
+func (p snapshotPace) wait(ctx context.Context, began time.Time) error {
+	d := time.Duration(float64(time.Since(began)) * p.idle)
+	if p.sleep != nil {
+		return p.sleep(ctx, d)
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // writeSnapshotFile writes h and recs to dir/name atomically: a temporary
 // file in dir (mode 0600; dir is created 0700) is written, synced and
 // renamed over name, and dir is synced, so that a crash leaves either the
 // previous file or the new one. It returns the bytes written. ctx ending
 // mid-write abandons it (the temporary file is removed) with ctx's error.
+// pace paces the writing of the records (the zero value: full speed).
 func writeSnapshotFile(
-	ctx context.Context, dir, name string, h snapshotHeader, recs []snapshotRecord,
+	ctx context.Context, dir, name string, h snapshotHeader, recs []snapshotRecord, pace snapshotPace,
 ) (n int64, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, err
@@ -138,6 +178,7 @@ func writeSnapshotFile(
 	// call: the writes below are checked by Flush.
 	_, _ = bw.Write(encodeSnapshotHeader(h))
 	var scratch [binary.MaxVarintLen64]byte
+	chunkBegan, chunkBytes := time.Now(), 0
 	for i, r := range recs {
 		if i%1024 == 0 && ctx.Err() != nil {
 			return 0, ctx.Err()
@@ -146,6 +187,12 @@ func writeSnapshotFile(
 		_, _ = bw.WriteString(r.key)
 		_, _ = bw.Write(binary.AppendUvarint(scratch[:0], uint64(len(r.data))))
 		_, _ = bw.Write(r.data)
+		if chunkBytes += len(r.key) + len(r.data); pace.chunk > 0 && chunkBytes >= pace.chunk {
+			if err := pace.wait(ctx, chunkBegan); err != nil {
+				return 0, err
+			}
+			chunkBegan, chunkBytes = time.Now(), 0
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return 0, err

@@ -52,7 +52,7 @@ func TestSnapshotKillHelperWrites(t *testing.T) {
 		t.Skip("the child process of TestSnapshotSIGKILLMidWriteLeavesACompleteSnapshotOrNone")
 	}
 	for gen := 1; ; gen++ {
-		_, err := writeSnapshotFile(context.Background(), dir, "kill", killHeader(gen), killGenerationRecords(gen))
+		_, err := writeSnapshotFile(context.Background(), dir, "kill", killHeader(gen), killGenerationRecords(gen), snapshotPace{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -175,7 +175,7 @@ func TestSnapshotAheadOfTheServerIsDiffedNotResumed(t *testing.T) {
 	h, recs, err := readSnapshotFile(dir, podSnapshotName, Snapshot{Identity: "pods"}.identityHash(), mustBuild(t, "test"))
 	must(t, err)
 	h.resourceVersion = "1000000"
-	_, err = writeSnapshotFile(t.Context(), dir, podSnapshotName, *h, recs)
+	_, err = writeSnapshotFile(t.Context(), dir, podSnapshotName, *h, recs, snapshotPace{})
 	must(t, err)
 	changeWhileStopped(srv)
 	second := runSnapshotInformer(t, srv, dir, Snapshot{Name: podSnapshotName})
@@ -229,7 +229,7 @@ func TestSnapshotWarmStartKeepsAKeyFromMovingBackwards(t *testing.T) {
 			recs[i].data = data
 		}
 	}
-	_, err = writeSnapshotFile(t.Context(), dir, podSnapshotName, *h, recs)
+	_, err = writeSnapshotFile(t.Context(), dir, podSnapshotName, *h, recs, snapshotPace{})
 	must(t, err)
 	srv.ScriptWatch(informertest.WatchResponse{Events: []watch.Event{
 		{Type: watch.Modified, Object: older},
@@ -385,8 +385,8 @@ func TestSnapshotWriterSkipsARoundWithARecordHeldDecoded(t *testing.T) {
 	_, _, _ = b.write("ns1/decoded", &corev1.Pod{}, prepared{obj: &corev1.Pod{}, vals: s.indexer.table.Load().funcs.compute(&corev1.Pod{})})
 	b.commit()
 	w, _ := s.snapshotSetup()
-	s.writeSnapshot(t.Context(), w)
-	s.writeSnapshot(t.Context(), w)
+	s.writeSnapshot(t.Context(), w, snapshotPace{})
+	s.writeSnapshot(t.Context(), w, snapshotPace{})
 	if got := logs.with("held decoded"); len(got) != 1 {
 		t.Fatalf("log lines of the skipped writes: %q, want one", got)
 	}

@@ -78,12 +78,12 @@ func TestSnapshotWriteIsSkippedWhileTheShardMoves(t *testing.T) {
 	eventually(t, 10*time.Second, "sync", s.HasSynced)
 	eventuallyDrainedAt(t, s, srv.ResourceVersion())
 	w, _ := s.snapshotSetup()
-	if _, _, err := s.writeSnapshotFile(t.Context(), w); err != nil {
+	if _, _, err := s.writeSnapshotFile(t.Context(), w, snapshotPace{}); err != nil {
 		t.Fatalf("a settled shard: %v", err)
 	}
 	// The selector moved (as SetShardSelector's first step) with its list not installed.
 	s.shard.Store(&ShardSelector{Field: ShardByUID, Ranges: lowerHalf.Ranges[:0]})
-	if _, _, err := s.writeSnapshotFile(t.Context(), w); !errors.Is(err, errSnapshotShardMoving) {
+	if _, _, err := s.writeSnapshotFile(t.Context(), w, snapshotPace{}); !errors.Is(err, errSnapshotShardMoving) {
 		t.Fatalf("a moving shard: %v, want the write skipped", err)
 	}
 }

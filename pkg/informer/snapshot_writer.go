@@ -63,7 +63,7 @@ func (s *SharedIndexInformer) snapshotLoop(ctx context.Context, w *snapshotWrite
 			s.writeSnapshotAtStop(ctx, w)
 			return
 		case <-t.C():
-			s.writeSnapshot(ctx, w)
+			s.writeSnapshot(ctx, w, periodicPace)
 		}
 	}
 }
@@ -74,14 +74,14 @@ func (s *SharedIndexInformer) snapshotLoop(ctx context.Context, w *snapshotWrite
 func (s *SharedIndexInformer) writeSnapshotAtStop(ctx context.Context, w *snapshotWriter) {
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), snapshotStopTimeout)
 	defer cancel()
-	s.writeSnapshot(stopCtx, w)
+	s.writeSnapshot(stopCtx, w, snapshotPace{})
 }
 
 // writeSnapshot writes the store once, counts the result and logs failures
 // (a skip for a decoded record once per informer).
-func (s *SharedIndexInformer) writeSnapshot(ctx context.Context, w *snapshotWriter) {
+func (s *SharedIndexInformer) writeSnapshot(ctx context.Context, w *snapshotWriter, pace snapshotPace) {
 	start := s.clock.Now()
-	n, records, err := s.writeSnapshotFile(ctx, w)
+	n, records, err := s.writeSnapshotFile(ctx, w, pace)
 	im := s.obs.Load()
 	switch {
 	case err == nil:
@@ -110,7 +110,7 @@ func (s *SharedIndexInformer) writeSnapshot(ctx context.Context, w *snapshotWrit
 // new shard's list is pending, or during which the selector changed, is
 // skipped), because a resume replays only changes and would never bring
 // back the objects of a shard gained.
-func (s *SharedIndexInformer) writeSnapshotFile(ctx context.Context, w *snapshotWriter) (int64, int, error) {
+func (s *SharedIndexInformer) writeSnapshotFile(ctx context.Context, w *snapshotWriter, pace snapshotPace) (int64, int, error) {
 	sel, listRV, settled := s.settledShardList()
 	if !settled {
 		return 0, 0, errSnapshotShardMoving
@@ -145,6 +145,6 @@ func (s *SharedIndexInformer) writeSnapshotFile(ctx context.Context, w *snapshot
 	}
 	h := snapshotHeader{identity: w.identity, build: build, shard: shardHash(sel), written: time.Now(),
 		resourceVersion: *rvp}
-	n, err := writeSnapshotFile(ctx, w.cfg.Dir, w.name, h, recs)
+	n, err := writeSnapshotFile(ctx, w.cfg.Dir, w.name, h, recs, pace)
 	return n, len(recs), err
 }
