@@ -49,6 +49,9 @@ import (
 // client.CacheOptions.EnableReadYourWritesConsistency can use it. Build it with New or
 // NewWith; the zero value is not usable. All methods are safe for concurrent use.
 type Cache struct {
+	// startCalled is set by the first Start; a second returns errAlreadyStarted.
+	startCalled atomic.Bool
+
 	config         *rest.Config
 	httpClient     *http.Client
 	scheme         *runtime.Scheme
@@ -312,6 +315,9 @@ func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
 // as it is created. It blocks until ctx ends, then waits for the informers to stop and
 // returns nil. A second call returns an error.
 func (c *Cache) Start(ctx context.Context) error {
+	if !c.startCalled.CompareAndSwap(false, true) {
+		return errAlreadyStarted
+	}
 	if c.foreign != nil && c.foreign.started.CompareAndSwap(false, true) {
 		done := make(chan error, 1)
 		go func() { done <- c.foreign.cache.Start(ctx) }()

@@ -2,11 +2,13 @@ package cache
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,5 +128,45 @@ func TestNamespaceSelectorHoldsOneHashPerOwnedNamespaceSorted(t *testing.T) {
 	}
 	if sel := w.selector(shard.Slots{}); !sel.Empty() {
 		t.Errorf("no slots: %v, want an empty selector", sel)
+	}
+}
+
+// A second Start of a sharded cache returns errAlreadyStarted at once and
+// starts no second ring (it used to run the ring again, then wait for that
+// ring until the context ended).
+func TestSecondStartOfAShardedCacheFailsAtOnce(t *testing.T) {
+	c, err := newCache(&rest.Config{Host: unreachableHost}, crcache.Options{Mapper: testMapper()}, Config{
+		Sharding: &Sharding{Ring: shard.Options{Namespace: "ops", Name: "demo", Identity: "replica-0"},
+			ByUID: []client.Object{&corev1.ConfigMap{}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	first := make(chan error, 1)
+	go func() { first <- c.Start(ctx) }()
+	second := make(chan error, 1)
+	go func() { second <- c.Start(ctx) }()
+	// Either call may be the first: the one that returns while the context
+	// is live must be the second.
+	running := first
+	select {
+	case err := <-second:
+		if !errors.Is(err, errAlreadyStarted) {
+			t.Fatalf("the Start that returned first: %v, want errAlreadyStarted", err)
+		}
+	case err := <-first:
+		if !errors.Is(err, errAlreadyStarted) {
+			t.Fatalf("the Start that returned first: %v, want errAlreadyStarted", err)
+		}
+		running = second
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second Start of a sharded cache did not return while the first runs")
+	}
+	cancel()
+	select {
+	case <-running:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the running Start did not return after its context ended")
 	}
 }
