@@ -299,16 +299,18 @@ func expired(l *coordinationv1.Lease, now time.Time) bool {
 func (r *Ring) serve(ctx context.Context, s Slots) error {
 	before := r.Status().Serving
 	if err := r.consumer(ctx, s); err != nil {
-		return fmt.Errorf("consumer refused slots %q: %w", s.String(), err)
+		return fmt.Errorf("consumer refused slots (serving %d, asked %d: acquiring %q, releasing %q): %w",
+			before.Len(), s.Len(), s.Minus(before).String(), before.Minus(s).String(), err)
 	}
-	acquired, released := s.Minus(before).Len(), before.Minus(s).Len()
-	if acquired > 0 {
-		logr.FromContextOrDiscard(ctx).Info("Serving slots", "slots", s.String(), "acquired", acquired)
+	acquired, released := s.Minus(before), before.Minus(s)
+	if !acquired.IsEmpty() || !released.IsEmpty() {
+		logr.FromContextOrDiscard(ctx).Info("Serving slots", "serving", s.Len(),
+			"acquired", acquired.String(), "released", released.String())
 	}
 	r.update(func(st *Status) {
 		st.Serving = s
-		st.Acquired += acquired
-		st.Released += released
+		st.Acquired += acquired.Len()
+		st.Released += released.Len()
 	})
 	return nil
 }
@@ -322,7 +324,7 @@ func (r *Ring) fence(ctx context.Context) {
 		return
 	}
 	logr.FromContextOrDiscard(ctx).Info("Lease not renewed in time; serving nothing until it is",
-		"lastRenew", st.LastRenew)
+		"lastRenew", st.LastRenew, "sinceRenew", r.clock.Since(st.LastRenew), "serving", st.Serving.Len())
 	if err := r.serve(ctx, Slots{}); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "Consumer did not stop serving")
 	}
