@@ -87,8 +87,7 @@ func (f *fleet) start(ctx context.Context, id string) *replica {
 	instance := fmt.Sprintf("%s#%d", id, f.built)
 	abrupt := f.rng.IntN(2) == 1
 	f.mu.Unlock()
-	r := newReplica(ctx, f.t, f.cp, f.st, id, filepath.Join(f.dirs, id), abrupt)
-	r.instance = instance
+	r := newReplica(ctx, f.t, f.cp, f.st, id, instance, filepath.Join(f.dirs, id), abrupt)
 	rctx, stop := context.WithCancel(ctx)
 	r.stop, r.done = stop, make(chan error, 1)
 	r.started = time.Now()
