@@ -97,10 +97,12 @@ type Status struct {
 //     its Lease (the release others wait for);
 //  2. claims: slots of Target that no other member claims (released, or
 //     claimed by an expired Lease) are added to its Lease;
-//  3. verifies: after writing the claim it lists the Leases again; a newly
-//     claimed slot that another member claims too is withdrawn (two
-//     replicas that claimed at once both withdraw, and claim again in a
-//     later round); the others are given to the Consumer.
+//  3. verifies: after writing the claim it lists the Leases again; a
+//     claimed slot it does not serve yet (newly claimed, or claimed before a
+//     fence: its Lease may have expired meanwhile and others taken the slot)
+//     that another member claims too is withdrawn (two replicas that claimed
+//     at once both withdraw, and claim again in a later round); the others are
+//     given to the Consumer.
 //
 // A slot is therefore served by at most one replica at a time, as long as
 // clocks agree to well within the Lease duration: a replica that cannot
@@ -238,17 +240,17 @@ func (r *Ring) round(ctx context.Context) error {
 	if released := st.Claimed.Minus(claimed); !released.IsEmpty() {
 		logr.FromContextOrDiscard(ctx).Info("Released slots", "slots", released.String(), "members", members)
 	}
-	// 3. Verify the new claims against a fresh read; serve what no one else claims.
+	// 3. Verify the claims not served yet against a fresh read, those claimed
+	// in an earlier round too (after a fence: the Lease may have expired since,
+	// and others claimed them); serve what no one else claims.
 	pending := claimed.Minus(st.Serving)
 	if pending.Len() == 0 {
 		return nil
 	}
-	if !free.Intersect(pending).IsEmpty() {
-		if leases, err = r.list(ctx); err != nil {
-			return err
-		}
-		_, others = r.members(ctx, leases, r.clock.Now())
+	if leases, err = r.list(ctx); err != nil {
+		return err
 	}
+	_, others = r.members(ctx, leases, r.clock.Now())
 	if conflict := pending.Intersect(others); !conflict.IsEmpty() {
 		logr.FromContextOrDiscard(ctx).Info("Withdrawing slots claimed by another member too", "slots", conflict.String())
 		claimed = claimed.Minus(conflict)

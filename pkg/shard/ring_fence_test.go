@@ -1,0 +1,130 @@
+package shard
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+)
+
+// The fence and what follows it: a replica that may have lost its Lease stops
+// serving in time, and serves again only what it verified no one else took.
+
+// hookedLeases is one replica's Lease client over the world's fake API server:
+// before each call it runs the hook set with setBefore, if any, with the call's
+// context and verb ("list", "get", "create", "update", "delete"); an error the
+// hook returns is the call's.
+type hookedLeases struct {
+	coordinationclient.LeasesGetter
+	mu     sync.Mutex
+	before func(ctx context.Context, verb string) error
+}
+
+func (h *hookedLeases) setBefore(f func(ctx context.Context, verb string) error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.before = f
+}
+
+func (h *hookedLeases) hook(ctx context.Context, verb string) error {
+	h.mu.Lock()
+	f := h.before
+	h.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	return f(ctx, verb)
+}
+
+func (h *hookedLeases) Leases(namespace string) coordinationclient.LeaseInterface {
+	return &hookedLeaseClient{LeaseInterface: h.LeasesGetter.Leases(namespace), h: h}
+}
+
+type hookedLeaseClient struct {
+	coordinationclient.LeaseInterface
+	h *hookedLeases
+}
+
+func (c *hookedLeaseClient) List(ctx context.Context, o metav1.ListOptions) (*coordinationv1.LeaseList, error) {
+	if err := c.h.hook(ctx, "list"); err != nil {
+		return nil, err
+	}
+	return c.LeaseInterface.List(ctx, o)
+}
+
+func (c *hookedLeaseClient) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
+	if err := c.h.hook(ctx, "get"); err != nil {
+		return nil, err
+	}
+	return c.LeaseInterface.Get(ctx, name, o)
+}
+
+func (c *hookedLeaseClient) Create(ctx context.Context, l *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	if err := c.h.hook(ctx, "create"); err != nil {
+		return nil, err
+	}
+	return c.LeaseInterface.Create(ctx, l, o)
+}
+
+func (c *hookedLeaseClient) Update(ctx context.Context, l *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if err := c.h.hook(ctx, "update"); err != nil {
+		return nil, err
+	}
+	return c.LeaseInterface.Update(ctx, l, o)
+}
+
+func (c *hookedLeaseClient) Delete(ctx context.Context, name string, o metav1.DeleteOptions) error {
+	if err := c.h.hook(ctx, "delete"); err != nil {
+		return err
+	}
+	return c.LeaseInterface.Delete(ctx, name, o)
+}
+
+// A replica that fenced and whose Lease expired claims its old share again in
+// its next round, but between that round's list and its write the others saw its
+// Lease expired and took the share over. The claims it held before the fence are
+// no longer its own: it must verify them after its write, as new claims, and
+// withdraw what the others hold.
+func TestReplicaBackAfterItsLeaseExpiredVerifiesItsOldClaimsBeforeServing(t *testing.T) {
+	w := newWorld(t)
+	leases := &hookedLeases{LeasesGetter: w.client.CoordinationV1()}
+	w.join("a")
+	b := w.joinVia("b", leases)
+	w.join("c")
+	w.settle()
+	w.assertBalanced()
+	share := b.Status().Serving
+
+	// b cannot reach the API server: it fences at 3/4 of its Lease, while a and c renew.
+	w.clock.Step(testLease * 3 / 4)
+	b.fence(context.Background())
+	w.round("a")
+	w.round("c")
+	w.clock.Step(testLease / 4) // b's Lease expired
+
+	// b is back. Its round lists the Leases (a's and c's, claiming their shares); before
+	// its write lands, a and c see b's Lease expired and take its share over.
+	var once sync.Once
+	leases.setBefore(func(_ context.Context, verb string) error {
+		if verb == "get" {
+			once.Do(func() {
+				w.round("a")
+				w.round("c")
+			})
+		}
+		return nil
+	})
+	w.round("b") // the world fails the test if b is told to serve a slot a or c serves
+	leases.setBefore(nil)
+	if taken := w.rings["a"].Status().Serving.Union(w.rings["c"].Status().Serving).Intersect(share); taken != share {
+		t.Fatalf("a and c took %d of b's %d slots while its Lease was expired, want all", taken.Len(), share.Len())
+	}
+	if got := b.Status().Serving; !got.IsEmpty() {
+		t.Fatalf("b serves %d slots that a and c took over", got.Len())
+	}
+	w.settle()
+	w.assertBalanced()
+}
