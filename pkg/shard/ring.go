@@ -105,11 +105,14 @@ type Status struct {
 //     given to the Consumer.
 //
 // A slot is therefore served by at most one replica at a time, as long as
-// clocks agree to well within the Lease duration: a replica that cannot
-// renew its Lease for 3/4 of the duration tells its Consumer to serve
-// nothing (fencing) before others may consider the Lease expired. When Run's
-// context ends, the Consumer is told to serve nothing and the Lease is
-// deleted, so that the others take over at once.
+// clocks agree to well within the Lease duration and the Consumer stops
+// serving within a quarter of it: a replica that cannot renew its Lease for
+// 3/4 of the duration tells its Consumer to serve nothing (fencing) before
+// others may consider the Lease expired. A round that would outlast that
+// point (a request hanging on a frozen connection) is cancelled there, so
+// the fence is never late. When Run's context ends, the Consumer is told to
+// serve nothing and the Lease is deleted, so that the others take over at
+// once.
 type Ring struct {
 	leases   coordinationclient.LeasesGetter
 	consumer Consumer
@@ -197,17 +200,63 @@ func (r *Ring) Run(ctx context.Context) error {
 	ticker := r.clock.NewTicker(r.opts.RenewInterval)
 	defer ticker.Stop()
 	for {
-		if err := r.round(ctx); err != nil && ctx.Err() == nil {
+		rctx, cancel := r.roundContext(ctx)
+		if err := r.round(rctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Ring round failed; retrying")
 		}
+		cancel()
 		r.firstRoundOnce.Do(func() { close(r.firstRound) })
 		r.fence(ctx)
+		// Wake at the next tick, or when the fence falls due if that comes first.
+		var fenceDue clock.Timer
+		var due <-chan time.Time
+		if st := r.Status(); !st.Serving.IsEmpty() && !st.LastRenew.IsZero() {
+			fenceDue = r.clock.NewTimer(max(0, r.fenceAfter()-r.clock.Since(st.LastRenew)))
+			due = fenceDue.C()
+		}
 		select {
 		case <-ctx.Done():
 			r.leave(log)
 			return nil
 		case <-ticker.C():
+		case <-due:
 		}
+		if fenceDue != nil {
+			fenceDue.Stop()
+		}
+	}
+}
+
+// fenceAfter is how long after its last renewal a replica stops serving.
+func (r *Ring) fenceAfter() time.Duration { return r.opts.LeaseDuration * 3 / 4 }
+
+// roundContext returns the context of a round: ended, while this replica serves
+// slots, at the point its fence falls due (so that a round hanging in a request
+// cannot delay the fence), and at most half a Lease duration from now.
+func (r *Ring) roundContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	limit := r.opts.LeaseDuration / 2
+	if st := r.Status(); !st.Serving.IsEmpty() && !st.LastRenew.IsZero() {
+		limit = min(limit, r.fenceAfter()-r.clock.Since(st.LastRenew))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	if limit <= 0 {
+		cancel()
+		return ctx, cancel
+	}
+	// r.clock's timer rather than context.WithTimeout: the deadline follows a fake clock.
+	timer := r.clock.NewTimer(limit)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-timer.C():
+			cancel()
+		case <-stop:
+		}
+	}()
+	return ctx, func() {
+		close(stop)
+		timer.Stop()
+		cancel()
 	}
 }
 
@@ -261,6 +310,10 @@ func (r *Ring) round(ctx context.Context) error {
 	}
 	if pending.IsEmpty() {
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		// The round outlived its deadline: the fence may be due.
+		return fmt.Errorf("not serving slots %q: %w", pending.String(), err)
 	}
 	return r.serve(ctx, st.Serving.Union(pending))
 }
@@ -321,8 +374,7 @@ func (r *Ring) serve(ctx context.Context, s Slots) error {
 // renewed for 3/4 of its duration: others may soon take the slots over.
 func (r *Ring) fence(ctx context.Context) {
 	st := r.Status()
-	if st.Serving.IsEmpty() || st.LastRenew.IsZero() ||
-		r.clock.Since(st.LastRenew) < r.opts.LeaseDuration*3/4 {
+	if st.Serving.IsEmpty() || st.LastRenew.IsZero() || r.clock.Since(st.LastRenew) < r.fenceAfter() {
 		return
 	}
 	logr.FromContextOrDiscard(ctx).Info("Lease not renewed in time; serving nothing until it is",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,4 +128,50 @@ func TestReplicaBackAfterItsLeaseExpiredVerifiesItsOldClaimsBeforeServing(t *tes
 	}
 	w.settle()
 	w.assertBalanced()
+}
+
+// A blackhole freezes the connection under a round's request (no reset, no
+// answer): the round must not hold the fence back. Run cancels the round when
+// the fence falls due, 3/4 of the Lease after the last renewal, and fences then,
+// well before the others may take the slots over.
+func TestReplicaWhoseRoundHangsFencesAtThreeQuartersOfItsLease(t *testing.T) {
+	w := newWorld(t)
+	leases := &hookedLeases{LeasesGetter: w.client.CoordinationV1()}
+	r := w.joinVia("a", leases)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		leases.setBefore(nil)
+		cancel()
+		<-done
+	}()
+	<-r.FirstRound()
+	if got := w.served()["a"]; got != AllSlots().String() {
+		t.Fatalf("a serves %q after its first round, want every slot", got)
+	}
+	renewed := r.Status().LastRenew
+
+	hung := make(chan string, 100)
+	leases.setBefore(func(ctx context.Context, verb string) error {
+		hung <- verb
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	w.clock.Step(r.opts.RenewInterval) // the next round starts, and its first request hangs
+	select {
+	case <-hung:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the round after the first did not start")
+	}
+	w.clock.SetTime(renewed.Add(testLease * 3 / 4))
+
+	deadline := time.Now().Add(30 * time.Second)
+	for w.served()["a"] != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("a serves %d slots at 3/4 of its Lease after its last renewal (%s), its round hung in a request",
+				r.Status().Serving.Len(), renewed.Format(time.RFC3339))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
