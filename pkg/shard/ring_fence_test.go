@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -174,4 +175,52 @@ func TestReplicaWhoseRoundHangsFencesAtThreeQuartersOfItsLease(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// A fence whose Consumer fails midway (an eviction timed out) leaves it serving
+// part of the share. The Lease is renewed at the next round: the ring must not
+// take the Consumer's failure for a fence done, nor for no fence at all: it fences
+// again, and serves the share again only through a new claim.
+func TestFenceThatFailsMidwayIsRepeatedAndTheShareServedAgainWhole(t *testing.T) {
+	w := newWorld(t)
+	a := w.join("a")
+	w.join("b")
+	w.settle()
+	share := a.Status().Serving
+	var half Slots
+	for slot := range NumSlots {
+		if share.Has(slot) && half.Len() < share.Len()/2 {
+			half.Add(slot)
+		}
+	}
+
+	w.clock.Step(testLease * 3 / 4)
+	w.mu.Lock()
+	w.refuse["a"] = func(before, _ Slots) (Slots, error) {
+		return before.Minus(half), errors.New("evicting ConfigMaps: context deadline exceeded")
+	}
+	w.mu.Unlock()
+	a.fence(context.Background()) // the Consumer stopped serving half of the share, then failed
+	w.round("b")
+	w.round("a") // the Lease renewed
+	a.fence(context.Background())
+	w.settle()
+
+	st := a.Status()
+	if got := w.served()["a"]; got != st.Serving.String() {
+		t.Fatalf("a's Consumer serves %d slots, its ring says it serves %d", mustParse(t, got).Len(), st.Serving.Len())
+	}
+	if st.Serving != share {
+		t.Fatalf("a serves %d slots, want its share of %d", st.Serving.Len(), share.Len())
+	}
+	w.assertBalanced()
+}
+
+func mustParse(t *testing.T, s string) Slots {
+	t.Helper()
+	slots, err := ParseSlots(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slots
 }
