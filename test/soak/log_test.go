@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,11 +51,12 @@ func ringLogger(t *testing.T, instance string) logr.Logger {
 const driftMessage = `"msg"="Cache drifted from the API server; relisting"`
 
 // replicaLogOptions returns the logger option of instance's cache (of replica id): its
-// drift lines go to the test log with the time and the instance; when SOAK_LOG names a
+// drift lines go to the test log with the time and the instance, and onDrift (if not
+// nil) is given the informer's kind and the drifted keys; when SOAK_LOG names a
 // directory, every line it logs at V(1) or below goes to <dir>/<id>.log as well (one
 // file per replica id, appended to by its restarts, each line naming the instance), with
 // wall-clock times, to follow a failed run's hand-offs and drift.
-func replicaLogOptions(t *testing.T, id, instance string) []dcache.Option {
+func replicaLogOptions(t *testing.T, id, instance string, onDrift func(kind string, keys []string)) []dcache.Option {
 	var (
 		f         *os.File
 		verbosity int
@@ -77,6 +79,9 @@ func replicaLogOptions(t *testing.T, id, instance string) []dcache.Option {
 		now := time.Now().Format("15:04:05.000")
 		if strings.Contains(args, driftMessage) {
 			t.Logf("drift %s %s: %s %s", now, instance, prefix, args)
+			if kind, keys := driftedKeys(args); onDrift != nil && len(keys) > 0 {
+				onDrift(kind, keys)
+			}
 		}
 		if f != nil {
 			mu.Lock()
@@ -85,4 +90,33 @@ func replicaLogOptions(t *testing.T, id, instance string) []dcache.Option {
 		}
 	}, funcr.Options{Verbosity: verbosity})
 	return []dcache.Option{dcache.WithLogger(log)}
+}
+
+// driftedKeys reads the kind of the informer ("ConfigMap" of "ConfigMap.v1 (metadata)")
+// and the keys named (missing, extra and stale) of a drift line's key-values.
+func driftedKeys(args string) (kind string, keys []string) {
+	if _, rest, ok := strings.Cut(args, `"informer"="`); ok {
+		kind, _, _ = strings.Cut(rest, ".")
+	}
+	for _, field := range []string{`"missingKeys"=[`, `"extraKeys"=[`, `"staleKeys"=[`} {
+		_, rest, ok := strings.Cut(args, field)
+		if !ok {
+			continue
+		}
+		list, _, _ := strings.Cut(rest, "]")
+		for _, q := range strings.Fields(list) {
+			keys = append(keys, strings.Trim(q, `"`))
+		}
+	}
+	return kind, keys
+}
+
+func TestDriftedKeysReadsTheKindAndEveryKeyOfADriftLine(t *testing.T) {
+	line := `"level"=0 "msg"="Cache drifted from the API server; relisting" "informer"="ConfigMap.v1 (metadata)" ` +
+		`"missing"=2 "extra"=0 "stale"=1 "missingKeys"=["soak-1/cm-36" "soak-6/cm-146"] "extraKeys"=[] ` +
+		`"staleKeys"=["soak-0/cm-9"] "resourceVersion"="11467"`
+	kind, keys := driftedKeys(line)
+	if want := []string{"soak-1/cm-36", "soak-6/cm-146", "soak-0/cm-9"}; kind != "ConfigMap" || !slices.Equal(keys, want) {
+		t.Fatalf("driftedKeys = %q, %q; want ConfigMap, %q", kind, keys, want)
+	}
 }

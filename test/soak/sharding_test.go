@@ -119,10 +119,10 @@ func soakNamespaces(ids []string) []string {
 
 // newReplica builds replica id's cache (named instance) on the proxied config: the
 // label index "app", a field index on Pods' spec.nodeName, sharding (its ring logging to
-// the test log), the consistency check and snapshots in dir every snapshotInterval;
-// abrupt keeps its Lease when it stops (a kill).
+// the test log), the consistency check (its drift given to onDrift) and snapshots in dir
+// every snapshotInterval; abrupt keeps its Lease when it stops (a kill).
 func newReplica(ctx context.Context, t *testing.T, cp *controlPlane, st settings, id, instance, dir string,
-	abrupt bool,
+	abrupt bool, onDrift func(kind string, keys []string),
 ) *replica {
 	t.Helper()
 	opts := append([]dcache.Option{dcache.WithLabelIndexes("app"),
@@ -134,7 +134,7 @@ func newReplica(ctx context.Context, t *testing.T, cp *controlPlane, st settings
 				Logger: ringLogger(t, instance)},
 			ByUID:       []client.Object{&corev1.ConfigMap{}},
 			ByNamespace: []client.Object{&corev1.Pod{}, &demov1alpha1.App{}},
-		})}, replicaLogOptions(t, id, instance)...)
+		})}, replicaLogOptions(t, id, instance, onDrift)...)
 	cc, err := dcache.NewWith(opts...)(cp.proxied, crcache.Options{Scheme: cp.scheme})
 	if err != nil {
 		t.Fatal(err)
