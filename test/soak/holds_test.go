@@ -67,8 +67,9 @@ type overlap struct {
 	// object deleted and re-created under its name: with ConfigMaps sharded by uid, the
 	// new one is in another slot, most often another replica's).
 	otherObject bool
-	// handOff: the holder's replica gave up the key's slot within the 30 s before the
-	// entry (or the second after), or the holder was a cache a restart was stopping.
+	// handOff: the holder's or the entrant's replica gave up the key's slot within the
+	// 30 s before the entry (or the second after), or was a cache a restart was
+	// stopping: its handlers were still delivering notifications queued before.
 	handOff bool
 	// states are the holder's and the entrant's hold of the slot at the entry
 	// (replica.slotState).
@@ -153,10 +154,13 @@ func (rc *reconciles) classify(caches []*replica) []overlap {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	out := make([]overlap, len(rc.overlaps))
+	gaveUp := func(instance string, o overlap) bool {
+		r := byInstance[instance]
+		return r != nil && (r.stoppingBefore(o.at) ||
+			r.gaveUpBetween(o.slot, o.at.Add(-30*time.Second), o.at.Add(time.Second)))
+	}
 	for i, o := range rc.overlaps {
-		holder := byInstance[o.holder]
-		o.handOff = holder != nil && (holder.stoppingBefore(o.at) ||
-			holder.gaveUpBetween(o.slot, o.at.Add(-30*time.Second), o.at.Add(time.Second)))
+		o.handOff = gaveUp(o.holder, o) || gaveUp(o.entrant, o)
 		out[i] = o
 	}
 	return out
@@ -331,4 +335,27 @@ func sampleMemoryOnce(f *fleet, start time.Time, out *[]memorySample, mu *sync.M
 	mu.Lock()
 	*out = append(*out, s)
 	mu.Unlock()
+}
+
+// An overlapping reconcile is at a hand-off whichever of the two replicas gave the slot
+// up: the one still delivering the notifications it had queued may be the holder or the
+// entrant.
+func TestOverlapIsAtAHandOffWhenEitherReplicaGaveUpTheSlotWithin30s(t *testing.T) {
+	now := time.Now()
+	old, cur := &replica{instance: "replica-0#1"}, &replica{instance: "replica-1#2"}
+	old.releasedAt[7] = now.Add(-10 * time.Second)
+	cur.releasedAt[8] = now.Add(-time.Minute)
+	rc := newReconciles()
+	rc.overlaps = []overlap{
+		{key: "ConfigMap/a/x", holder: old.instance, entrant: cur.instance, slot: 7, at: now},
+		{key: "ConfigMap/a/y", holder: cur.instance, entrant: old.instance, slot: 7, at: now},
+		{key: "ConfigMap/a/z", holder: old.instance, entrant: cur.instance, slot: 8, at: now},
+	}
+	var got []bool
+	for _, o := range rc.classify([]*replica{old, cur}) {
+		got = append(got, o.handOff)
+	}
+	if want := []bool{true, true, false}; !slices.Equal(got, want) {
+		t.Fatalf("at a hand-off: %v, want %v (slot 7 given up 10 s before by replica-0#1, slot 8 a minute before)", got, want)
+	}
 }

@@ -443,10 +443,10 @@ after the listing, when the uids of a ConfigMap key found in two are read (two u
 objects of one name, below). Each replica also runs a *reconcile* handler on its
 typed Pods, ConfigMaps and Apps that marks the key in a map shared by every replica,
 sleeps and unmarks it; a replica entering a key another cache is in is an overlapping
-reconcile, at a hand-off if the holder's replica gave up the key's slot within the 30 s
-before (a replica's handlers may still be delivering events of a slot it gave up: the
-store drops the slot's objects, but not the notifications already queued) or was being
-stopped by a restart. ConfigMaps are sharded by uid: a ConfigMap deleted and re-created
+reconcile, at a hand-off if the holder's or the entrant's replica gave up the key's slot
+within the 30 s before (a replica's handlers may still be delivering events of a slot it
+gave up: the store drops the slot's objects, but not the notifications already queued) or
+was being stopped by a restart. ConfigMaps are sharded by uid: a ConfigMap deleted and re-created
 under its name is a new object in another slot, so for a while one replica may hold (or
 reconcile) the deleted one and another the new one; the soak counts these apart (the uids
 of the two differ) and does not fail on them. A reconcile keyed by name, as
