@@ -74,7 +74,9 @@ type Status struct {
 	Members []string
 	// Target is what this replica should serve given Members.
 	Target Slots
-	// Serving is what the Consumer was last told to serve (and accepted).
+	// Serving is what the Consumer may be serving: what it was last told to
+	// serve and accepted; after a call that failed, also the slots that call
+	// added (it may have moved part of the way), until a call succeeds.
 	Serving Slots
 	// Claimed is what this replica's Lease claims (⊇ Serving).
 	Claimed Slots
@@ -97,17 +99,24 @@ type Status struct {
 //     its Lease (the release others wait for);
 //  2. claims: slots of Target that no other member claims (released, or
 //     claimed by an expired Lease) are added to its Lease;
-//  3. verifies: after writing the claim it lists the Leases again; a newly
-//     claimed slot that another member claims too is withdrawn (two
-//     replicas that claimed at once both withdraw, and claim again in a
-//     later round); the others are given to the Consumer.
+//  3. verifies: after writing the claim it lists the Leases again; a
+//     claimed slot it does not serve yet (newly claimed, or claimed before a
+//     fence: its Lease may have expired meanwhile and others taken the slot)
+//     that another member claims too is withdrawn (two replicas that claimed
+//     at once both withdraw, and claim again in a later round); the others are
+//     given to the Consumer.
 //
 // A slot is therefore served by at most one replica at a time, as long as
-// clocks agree to well within the Lease duration: a replica that cannot
-// renew its Lease for 3/4 of the duration tells its Consumer to serve
-// nothing (fencing) before others may consider the Lease expired. When Run's
-// context ends, the Consumer is told to serve nothing and the Lease is
-// deleted, so that the others take over at once.
+// clocks agree to well within the Lease duration and the Consumer stops
+// serving within a quarter of it: a replica that cannot renew its Lease for
+// 3/4 of the duration tells its Consumer to serve nothing (fencing) before
+// others may consider the Lease expired. A round that would outlast that
+// point (a request hanging on a frozen connection) is cancelled there, so
+// the fence is never late; and a fence that fails is repeated before the
+// replica serves anything again, renewing its Lease meanwhile (the slots the
+// Consumer may still serve stay claimed). When Run's context ends, the
+// Consumer is told to serve nothing and the Lease is deleted, so that the
+// others take over at once.
 type Ring struct {
 	leases   coordinationclient.LeasesGetter
 	consumer Consumer
@@ -122,6 +131,15 @@ type Ring struct {
 	// firstRound is closed when Run's first round has ended.
 	firstRound     chan struct{}
 	firstRoundOnce sync.Once
+
+	// Read and written by Run's goroutine only:
+	//
+	// unsettled: the Consumer's last call failed, so it may serve less than
+	// status.Serving; the next round tells it again.
+	unsettled bool
+	// fencing: a fence was due and has not succeeded yet; until it does, the
+	// Consumer is told nothing but to serve nothing, and rounds only renew.
+	fencing bool
 }
 
 // New returns a Ring that keeps this replica's Lease through leases and
@@ -195,22 +213,73 @@ func (r *Ring) Run(ctx context.Context) error {
 	ticker := r.clock.NewTicker(r.opts.RenewInterval)
 	defer ticker.Stop()
 	for {
-		if err := r.round(ctx); err != nil && ctx.Err() == nil {
+		r.fence(ctx) // a fence that failed is repeated first
+		rctx, cancel := r.roundContext(ctx)
+		if err := r.round(rctx); err != nil && ctx.Err() == nil {
 			log.Error(err, "Ring round failed; retrying")
 		}
+		cancel()
 		r.firstRoundOnce.Do(func() { close(r.firstRound) })
 		r.fence(ctx)
+		// Wake at the next tick, or when the fence falls due if that comes first.
+		var fenceDue clock.Timer
+		var due <-chan time.Time
+		if st := r.Status(); !st.Serving.IsEmpty() && !st.LastRenew.IsZero() {
+			fenceDue = r.clock.NewTimer(max(0, r.fenceAfter()-r.clock.Since(st.LastRenew)))
+			due = fenceDue.C()
+		}
 		select {
 		case <-ctx.Done():
 			r.leave(log)
 			return nil
 		case <-ticker.C():
+		case <-due:
+		}
+		if fenceDue != nil {
+			fenceDue.Stop()
 		}
 	}
 }
 
-// round is one pass of the protocol (see Ring).
+// fenceAfter is how long after its last renewal a replica stops serving.
+func (r *Ring) fenceAfter() time.Duration { return r.opts.LeaseDuration * 3 / 4 }
+
+// roundContext returns the context of a round: ended, while this replica serves
+// slots, at the point its fence falls due (so that a round hanging in a request
+// cannot delay the fence), and at most half a Lease duration from now.
+func (r *Ring) roundContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	limit := r.opts.LeaseDuration / 2
+	if st := r.Status(); !st.Serving.IsEmpty() && !st.LastRenew.IsZero() && !r.fencing {
+		limit = min(limit, r.fenceAfter()-r.clock.Since(st.LastRenew))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	if limit <= 0 {
+		cancel()
+		return ctx, cancel
+	}
+	// r.clock's timer rather than context.WithTimeout: the deadline follows a fake clock.
+	timer := r.clock.NewTimer(limit)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-timer.C():
+			cancel()
+		case <-stop:
+		}
+	}()
+	return ctx, func() {
+		close(stop)
+		timer.Stop()
+		cancel()
+	}
+}
+
+// round is one pass of the protocol (see Ring). While a fence has not
+// succeeded, it only renews the Lease with the slots claimed.
 func (r *Ring) round(ctx context.Context) error {
+	if r.fencing {
+		return r.write(ctx, r.Status().Claimed)
+	}
 	leases, err := r.list(ctx)
 	if err != nil {
 		return err
@@ -221,8 +290,9 @@ func (r *Ring) round(ctx context.Context) error {
 	target := Assign(members)[r.opts.Identity]
 	r.update(func(s *Status) { s.Members, s.Target = members, target })
 
-	// 1. Release what is served outside the target: the Consumer first.
-	if keep := st.Serving.Intersect(target); keep != st.Serving {
+	// 1. Release what is served outside the target: the Consumer first (told
+	// again, if its last call failed, what it may have left half done).
+	if keep := st.Serving.Intersect(target); keep != st.Serving || r.unsettled {
 		if err := r.serve(ctx, keep); err != nil {
 			// Nothing is released, but the Lease is renewed.
 			return errors.Join(err, r.write(ctx, st.Claimed))
@@ -238,17 +308,17 @@ func (r *Ring) round(ctx context.Context) error {
 	if released := st.Claimed.Minus(claimed); !released.IsEmpty() {
 		logr.FromContextOrDiscard(ctx).Info("Released slots", "slots", released.String(), "members", members)
 	}
-	// 3. Verify the new claims against a fresh read; serve what no one else claims.
+	// 3. Verify the claims not served yet against a fresh read, those claimed
+	// in an earlier round too (after a fence: the Lease may have expired since,
+	// and others claimed them); serve what no one else claims.
 	pending := claimed.Minus(st.Serving)
 	if pending.Len() == 0 {
 		return nil
 	}
-	if !free.Intersect(pending).IsEmpty() {
-		if leases, err = r.list(ctx); err != nil {
-			return err
-		}
-		_, others = r.members(ctx, leases, r.clock.Now())
+	if leases, err = r.list(ctx); err != nil {
+		return err
 	}
+	_, others = r.members(ctx, leases, r.clock.Now())
 	if conflict := pending.Intersect(others); !conflict.IsEmpty() {
 		logr.FromContextOrDiscard(ctx).Info("Withdrawing slots claimed by another member too", "slots", conflict.String())
 		claimed = claimed.Minus(conflict)
@@ -259,6 +329,10 @@ func (r *Ring) round(ctx context.Context) error {
 	}
 	if pending.IsEmpty() {
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		// The round outlived its deadline: the fence may be due.
+		return fmt.Errorf("not serving slots %q: %w", pending.String(), err)
 	}
 	return r.serve(ctx, st.Serving.Union(pending))
 }
@@ -295,37 +369,54 @@ func expired(l *coordinationv1.Lease, now time.Time) bool {
 	return !now.Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
 }
 
-// serve tells the Consumer to serve s and records it.
+// serve tells the Consumer to serve s and records it. If the Consumer fails, it
+// may have moved part of the way: Serving becomes what it may serve (the slots
+// it served and those of s), and the next round tells it again.
 func (r *Ring) serve(ctx context.Context, s Slots) error {
 	before := r.Status().Serving
 	if err := r.consumer(ctx, s); err != nil {
-		return fmt.Errorf("consumer refused slots %q: %w", s.String(), err)
+		r.unsettled = true
+		r.update(func(st *Status) { st.Serving = before.Union(s) })
+		return fmt.Errorf("consumer refused slots (serving %d, asked %d: acquiring %q, releasing %q): %w",
+			before.Len(), s.Len(), s.Minus(before).String(), before.Minus(s).String(), err)
 	}
-	acquired, released := s.Minus(before).Len(), before.Minus(s).Len()
-	if acquired > 0 {
-		logr.FromContextOrDiscard(ctx).Info("Serving slots", "slots", s.String(), "acquired", acquired)
+	r.unsettled = false
+	acquired, released := s.Minus(before), before.Minus(s)
+	if !acquired.IsEmpty() || !released.IsEmpty() {
+		logr.FromContextOrDiscard(ctx).Info("Serving slots", "serving", s.Len(),
+			"acquired", acquired.String(), "released", released.String())
 	}
 	r.update(func(st *Status) {
 		st.Serving = s
-		st.Acquired += acquired
-		st.Released += released
+		st.Acquired += acquired.Len()
+		st.Released += released.Len()
 	})
 	return nil
 }
 
 // fence tells the Consumer to serve nothing when the Lease has not been
-// renewed for 3/4 of its duration: others may soon take the slots over.
+// renewed for 3/4 of its duration (others may soon take the slots over), or
+// when an earlier fence failed: the Consumer may still serve some of the
+// slots, and others may have taken them over since. Until a fence succeeds,
+// rounds only renew the Lease; the slots are claimed again and verified after.
 func (r *Ring) fence(ctx context.Context) {
 	st := r.Status()
-	if st.Serving.IsEmpty() || st.LastRenew.IsZero() ||
-		r.clock.Since(st.LastRenew) < r.opts.LeaseDuration*3/4 {
+	log := logr.FromContextOrDiscard(ctx)
+	switch {
+	case r.fencing:
+		log.Info("Fencing again: the Consumer may still serve slots", "serving", st.Serving.Len())
+	case st.Serving.IsEmpty() || st.LastRenew.IsZero() || r.clock.Since(st.LastRenew) < r.fenceAfter():
+		return
+	default:
+		log.Info("Lease not renewed in time; serving nothing until it is",
+			"lastRenew", st.LastRenew, "sinceRenew", r.clock.Since(st.LastRenew), "serving", st.Serving.Len())
+	}
+	r.fencing = true
+	if err := r.serve(ctx, Slots{}); err != nil {
+		log.Error(err, "Consumer did not stop serving; fencing again at the next round")
 		return
 	}
-	logr.FromContextOrDiscard(ctx).Info("Lease not renewed in time; serving nothing until it is",
-		"lastRenew", st.LastRenew)
-	if err := r.serve(ctx, Slots{}); err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "Consumer did not stop serving")
-	}
+	r.fencing = false
 }
 
 // leave stops serving and deletes the Lease (best effort, with a fresh

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -25,29 +26,43 @@ type world struct {
 	mu      sync.Mutex
 	serving map[string]Slots // live replicas' served slots
 	rings   map[string]*Ring
+	// refuse, if set for a replica, fails its consumer's next call: the call
+	// leaves it serving what refuse returns (part of the way), with its error.
+	refuse map[string]func(before, asked Slots) (Slots, error)
 }
 
 const testLease = 10 * time.Second
 
 func newWorld(t *testing.T) *world {
 	return &world{t: t, clock: clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0)), client: fake.NewClientset(),
-		serving: map[string]Slots{}, rings: map[string]*Ring{}}
+		serving: map[string]Slots{}, rings: map[string]*Ring{}, refuse: map[string]func(Slots, Slots) (Slots, error){}}
 }
 
 func (w *world) join(id string) *Ring {
 	w.t.Helper()
+	return w.joinVia(id, w.client.CoordinationV1())
+}
+
+// joinVia joins replica id, whose Lease calls go through leases.
+func (w *world) joinVia(id string, leases coordinationclient.LeasesGetter) *Ring {
+	w.t.Helper()
 	consumer := func(_ context.Context, serve Slots) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
+		var err error
+		if refuse := w.refuse[id]; refuse != nil {
+			delete(w.refuse, id)
+			serve, err = refuse(w.serving[id], serve)
+		}
 		for other, s := range w.serving {
 			if other != id && !s.Intersect(serve).IsEmpty() {
 				w.t.Errorf("%s told to serve slots %s that %s serves", id, s.Intersect(serve).String(), other)
 			}
 		}
 		w.serving[id] = serve
-		return nil
+		return err
 	}
-	r, err := New(w.client.CoordinationV1(), consumer, Options{Namespace: "ops", Name: "demo", Identity: id,
+	r, err := New(leases, consumer, Options{Namespace: "ops", Name: "demo", Identity: id,
 		LeaseDuration: testLease, RenewInterval: testLease / 5, Clock: w.clock})
 	if err != nil {
 		w.t.Fatal(err)

@@ -124,7 +124,9 @@ func (in *injector) run(ctx context.Context) faultLog {
 		if !in.fits(k) {
 			k = faultCut
 		}
+		began := time.Now()
 		in.inject(ctx, k)
+		in.t.Logf("fault %s–%s: %s", began.Format("15:04:05.000"), time.Now().Format("15:04:05.000"), faultNames[k])
 		in.log.counts[k]++
 	}
 }

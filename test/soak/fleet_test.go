@@ -27,6 +27,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The replicas run with snapshots on, each in a directory of its own that outlives its
@@ -87,8 +91,8 @@ func (f *fleet) start(ctx context.Context, id string) *replica {
 	instance := fmt.Sprintf("%s#%d", id, f.built)
 	abrupt := f.rng.IntN(2) == 1
 	f.mu.Unlock()
-	r := newReplica(ctx, f.t, f.cp, f.st, id, filepath.Join(f.dirs, id), abrupt)
-	r.instance = instance
+	r := newReplica(ctx, f.t, f.cp, f.st, id, instance, filepath.Join(f.dirs, id), abrupt,
+		func(kind string, keys []string) { f.following.Go(func() { f.explainDrift(ctx, instance, kind, keys) }) })
 	rctx, stop := context.WithCancel(ctx)
 	r.stop, r.done = stop, make(chan error, 1)
 	r.started = time.Now()
@@ -280,4 +284,42 @@ func (r *replica) stopKind() string {
 		return "abrupt"
 	}
 	return "graceful"
+}
+
+// explainDrift logs, for each key instance's consistency check found drifted, what the
+// server holds under it (a consistent read: uid, resourceVersion, creation, slot), when
+// the writers wrote that resourceVersion, and whether instance's ring serves the slot:
+// to tell a lost watch event from a hand-off.
+func (f *fleet) explainDrift(ctx context.Context, instance, kind string, keys []string) {
+	gvk := map[string]schema.GroupVersionKind{"ConfigMap": cmGVK, "Pod": podGVK, "App": appGVK}[kind]
+	var r *replica
+	for _, c := range f.all() {
+		if c.instance == instance {
+			r = c
+		}
+	}
+	for _, key := range keys {
+		ns, name, _ := strings.Cut(key, "/")
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
+		if err := f.cp.direct.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+			f.t.Logf("drift %s %s %s: on the server: %v", instance, kind, key, err)
+			continue
+		}
+		written := "not by the writers"
+		if at, ok := f.writes.Load(kind + "/" + key + "@" + obj.ResourceVersion); ok {
+			written = at.(time.Time).Format("15:04:05.000")
+		}
+		slot := slotOf(gvk, ns, obj.UID)
+		serving := "?"
+		if r != nil {
+			st := r.cache.Ring().Status()
+			r.mu.Lock()
+			serving = fmt.Sprintf("serving it %t (acquired %s, released %s)", st.Serving.Has(slot),
+				r.acquiredAt[slot].Format("15:04:05.000"), r.releasedAt[slot].Format("15:04:05.000"))
+			r.mu.Unlock()
+		}
+		f.t.Logf("drift %s %s %s: on the server uid %s rv %s created %s, that rv written at %s; slot %d, %s", instance,
+			kind, key, obj.UID, obj.ResourceVersion, obj.CreationTimestamp.Format("15:04:05"), written, slot, serving)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/deltacache/deltacache/pkg/shard"
 )
 
 // What the soak watches while it runs, besides the final comparison: keys held by two
@@ -51,6 +54,8 @@ type reconciles struct {
 	calls atomic.Int64
 	// overlaps are the entries of a key that another instance was reconciling.
 	overlaps []overlap
+	// instances are the caches whose handlers reconcile, by instance name.
+	instances map[string]*replica
 }
 
 // overlap is a reconcile that entered a key another cache instance held.
@@ -62,17 +67,24 @@ type overlap struct {
 	// object deleted and re-created under its name: with ConfigMaps sharded by uid, the
 	// new one is in another slot, most often another replica's).
 	otherObject bool
-	// handOff: the holder's replica gave up the key's slot within the 30 s before the
-	// entry (or the second after), or the holder was a cache a restart was stopping.
+	// handOff: the holder's or the entrant's replica gave up the key's slot within the
+	// 30 s before the entry (or the second after), or was a cache a restart was
+	// stopping: its handlers were still delivering notifications queued before.
 	handOff bool
+	// states are the holder's and the entrant's hold of the slot at the entry
+	// (replica.slotState).
+	states string
 }
 
 func newReconciles() *reconciles {
-	return &reconciles{in: map[string]map[string]int{}, uids: map[string]string{}}
+	return &reconciles{in: map[string]map[string]int{}, uids: map[string]string{}, instances: map[string]*replica{}}
 }
 
 // watch adds r's reconcile handler to its reconcileSpecs informers.
 func (rc *reconciles) watch(t *testing.T, r *replica) {
+	rc.mu.Lock()
+	rc.instances[r.instance] = r
+	rc.mu.Unlock()
 	for _, i := range reconcileSpecs {
 		w := r.informers[i]
 		kind := w.gvk.Kind
@@ -84,7 +96,8 @@ func (rc *reconciles) watch(t *testing.T, r *replica) {
 			if err != nil {
 				return
 			}
-			rc.run(r, kind+"/"+m.GetNamespace()+"/"+m.GetName(), string(m.GetUID()), slotOf(w.gvk, m.GetNamespace(), m.GetUID()))
+			rc.run(r, i, kind+"/"+m.GetNamespace()+"/"+m.GetName(), string(m.GetUID()),
+				slotOf(w.gvk, m.GetNamespace(), m.GetUID()), shardHash(w.gvk, m.GetNamespace(), m.GetUID()))
 		}
 		h := toolscache.ResourceEventHandlerFuncs{
 			AddFunc: reconcile, UpdateFunc: func(_, o any) { reconcile(o) }, DeleteFunc: reconcile,
@@ -95,9 +108,9 @@ func (rc *reconciles) watch(t *testing.T, r *replica) {
 	}
 }
 
-// run marks key as reconciled by r, sleeps, and unmarks it; an entry while another
-// instance holds the key is an overlap.
-func (rc *reconciles) run(r *replica, key, uid string, slot int) {
+// run marks key (of r's informer spec, in slot, of shard hash h) as reconciled by r,
+// sleeps, and unmarks it; an entry while another instance holds the key is an overlap.
+func (rc *reconciles) run(r *replica, spec int, key, uid string, slot int, h uint64) {
 	entered := time.Now()
 	rc.calls.Add(1)
 	rc.mu.Lock()
@@ -108,8 +121,13 @@ func (rc *reconciles) run(r *replica, key, uid string, slot int) {
 	}
 	for holder := range holders {
 		if holder != r.instance {
-			rc.overlaps = append(rc.overlaps, overlap{key: key, holder: holder, entrant: r.instance, slot: slot,
-				at: entered, otherObject: rc.uids[key+"@"+holder] != uid})
+			o := overlap{key: key, holder: holder, entrant: r.instance, slot: slot,
+				at: entered, otherObject: rc.uids[key+"@"+holder] != uid}
+			if hr := rc.instances[holder]; hr != nil && !o.otherObject {
+				o.states = hr.slotState(hr.cache.Ring().Status(), hr.informers[spec], slot, h) + "; " +
+					r.slotState(r.cache.Ring().Status(), r.informers[spec], slot, h)
+			}
+			rc.overlaps = append(rc.overlaps, o)
 		}
 	}
 	holders[r.instance]++
@@ -136,10 +154,13 @@ func (rc *reconciles) classify(caches []*replica) []overlap {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	out := make([]overlap, len(rc.overlaps))
+	gaveUp := func(instance string, o overlap) bool {
+		r := byInstance[instance]
+		return r != nil && (r.stoppingBefore(o.at) ||
+			r.gaveUpBetween(o.slot, o.at.Add(-30*time.Second), o.at.Add(time.Second)))
+	}
 	for i, o := range rc.overlaps {
-		holder := byInstance[o.holder]
-		o.handOff = holder != nil && (holder.stoppingBefore(o.at) ||
-			holder.gaveUpBetween(o.slot, o.at.Add(-30*time.Second), o.at.Add(time.Second)))
+		o.handOff = gaveUp(o.holder, o) || gaveUp(o.entrant, o)
 		out[i] = o
 	}
 	return out
@@ -166,12 +187,18 @@ func (r *replica) gaveUpBetween(slot int, from, to time.Time) bool {
 // replicas one after the other, so it spans some milliseconds: a key found in two
 // stores is excused only if the replica listed first gave up the key's slot after
 // its listing (the other took it in the meantime: a hand-off during the sample, which
-// the ring orders release before claim); any other is a double hold.
+// the ring orders release before claim), or if one of the two stores no longer held it
+// when its uid was read, right after the listing; any other is a double hold. The
+// uids of a ConfigMap key held twice are read at once (a second later a relist may
+// have dropped a deleted object from one store, and two objects of one name would
+// read as one).
 type holdSampler struct {
 	replicas []*replica // of the sample under way
 	samples  int
 	keys     int64 // keys looked at, summed over samples
-	inSample int   // double-held keys explained by a hand-off during the sample
+	// inSample: double-held keys explained by a hand-off during the sample, or that
+	// one of the stores no longer held once listed.
+	inSample int
 	// otherObjects: keys in two stores as two objects (different uids) of one name: a
 	// deleted object still held by one replica while the one re-created under its name
 	// is held by the replica of its new uid's slot.
@@ -191,13 +218,17 @@ func (h *holdSampler) run(ctx context.Context, f *fleet) {
 	}
 }
 
+// holding is one replica's hold of a key in a sample.
+type holding struct {
+	r      *replica
+	listed time.Time
+	ring   shard.Status // r's ring's status just before the listing
+	uid    types.UID    // of a ConfigMap key held twice: its uid in r's store right after the listing ("" gone)
+}
+
 func (h *holdSampler) sample(replicas []*replica) {
 	if len(replicas) == 0 {
 		return
-	}
-	type holding struct {
-		r      *replica
-		listed time.Time
 	}
 	h.replicas = replicas
 	found := []map[string][]holding{}
@@ -207,9 +238,18 @@ func (h *holdSampler) sample(replicas []*replica) {
 			if len(r.informers) <= spec {
 				continue
 			}
-			listed := time.Now()
+			listed, ring := time.Now(), r.cache.Ring().Status()
 			for _, key := range r.informers[spec].inf.GetStore().ListKeys() {
-				m[key] = append(m[key], holding{r, listed})
+				m[key] = append(m[key], holding{r: r, listed: listed, ring: ring})
+			}
+		}
+		if replicas[0].informers[spec].gvk == cmGVK {
+			for key, hs := range m {
+				for i := range hs {
+					if len(hs) > 1 {
+						hs[i].uid = uidIn(hs[i].r.informers[spec], key)
+					}
+				}
 			}
 		}
 		found = append(found, m)
@@ -224,56 +264,41 @@ func (h *holdSampler) sample(replicas []*replica) {
 				continue
 			}
 			first := hs[0]
-			if w.gvk == cmGVK && distinctUIDs(hs[0].r.informers[spec], hs[1].r.informers[spec], key) {
-				h.otherObjects++
-				continue
+			if w.gvk == cmGVK {
+				if slices.ContainsFunc(hs, func(x holding) bool { return x.uid == "" }) {
+					h.inSample++ // removed from a store during the sample
+					continue
+				}
+				if slices.ContainsFunc(hs, func(x holding) bool { return x.uid != first.uid }) {
+					h.otherObjects++
+					continue
+				}
 			}
-			if h.handedOffDuringSample(first.r, spec, key, first.listed) {
+			ns, _, _ := strings.Cut(key, "/")
+			slot := slotOf(w.gvk, ns, first.uid)
+			if first.r.gaveUpAfter(slot, first.listed) {
 				h.inSample++
 				continue
 			}
-			var ids []string
+			var ids, states []string
 			for _, x := range hs {
 				ids = append(ids, x.r.instance)
+				states = append(states, x.r.slotState(x.ring, x.r.informers[spec], slot, shardHash(w.gvk, ns, first.uid)))
 			}
-			h.doubles = append(h.doubles, fmt.Sprintf("%s %s held by %v at %s", w.name, key, ids,
-				first.listed.Format("15:04:05.000")))
+			h.doubles = append(h.doubles, fmt.Sprintf("%s %s (uid %q, slot %d) held by %v at %s; %s", w.name, key,
+				first.uid, slot, ids, first.listed.Format("15:04:05.000"), strings.Join(states, "; ")))
 		}
 	}
 }
 
-// distinctUIDs reports whether a's and b's stores hold key as objects of different
-// uids (now).
-func distinctUIDs(a, b *watched, key string) bool {
-	uid := func(w *watched) types.UID {
-		if obj, ok, _ := w.inf.GetStore().GetByKey(key); ok {
-			if m, err := meta.Accessor(obj); err == nil {
-				return m.GetUID()
-			}
-		}
-		return ""
-	}
-	ua, ub := uid(a), uid(b)
-	return ua != "" && ub != "" && ua != ub
-}
-
-// handedOffDuringSample reports whether r, listed at listed, gave up key's slot
-// since. The slot of a ConfigMap is its uid's: read from the server's object if r
-// dropped it already (its uid is that of any replica's copy: the key is held by two).
-func (h *holdSampler) handedOffDuringSample(r *replica, spec int, key string, listed time.Time) bool {
-	w := r.informers[spec]
-	ns, _, _ := strings.Cut(key, "/")
-	if w.gvk != cmGVK {
-		return r.gaveUpAfter(slotOf(w.gvk, ns, ""), listed)
-	}
-	for _, other := range h.replicas {
-		if obj, ok, _ := other.informers[spec].inf.GetStore().GetByKey(key); ok {
-			if m, err := meta.Accessor(obj); err == nil {
-				return r.gaveUpAfter(slotOf(cmGVK, ns, m.GetUID()), listed)
-			}
+// uidIn returns the uid of key in w's store ("" if absent).
+func uidIn(w *watched, key string) types.UID {
+	if obj, ok, _ := w.inf.GetStore().GetByKey(key); ok {
+		if m, err := meta.Accessor(obj); err == nil {
+			return m.GetUID()
 		}
 	}
-	return false
+	return ""
 }
 
 // memorySample is each running replica's stored bytes (deltacache_informer_stored_bytes
@@ -310,4 +335,27 @@ func sampleMemoryOnce(f *fleet, start time.Time, out *[]memorySample, mu *sync.M
 	mu.Lock()
 	*out = append(*out, s)
 	mu.Unlock()
+}
+
+// An overlapping reconcile is at a hand-off whichever of the two replicas gave the slot
+// up: the one still delivering the notifications it had queued may be the holder or the
+// entrant.
+func TestOverlapIsAtAHandOffWhenEitherReplicaGaveUpTheSlotWithin30s(t *testing.T) {
+	now := time.Now()
+	old, cur := &replica{instance: "replica-0#1"}, &replica{instance: "replica-1#2"}
+	old.releasedAt[7] = now.Add(-10 * time.Second)
+	cur.releasedAt[8] = now.Add(-time.Minute)
+	rc := newReconciles()
+	rc.overlaps = []overlap{
+		{key: "ConfigMap/a/x", holder: old.instance, entrant: cur.instance, slot: 7, at: now},
+		{key: "ConfigMap/a/y", holder: cur.instance, entrant: old.instance, slot: 7, at: now},
+		{key: "ConfigMap/a/z", holder: old.instance, entrant: cur.instance, slot: 8, at: now},
+	}
+	var got []bool
+	for _, o := range rc.classify([]*replica{old, cur}) {
+		got = append(got, o.handOff)
+	}
+	if want := []bool{true, true, false}; !slices.Equal(got, want) {
+		t.Fatalf("at a hand-off: %v, want %v (slot 7 given up 10 s before by replica-0#1, slot 8 a minute before)", got, want)
+	}
 }

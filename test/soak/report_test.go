@@ -227,7 +227,7 @@ func (r report) markdown(otherRuns []string) string {
 | informer starts, all caches (by kind of start) | %s |
 | objects loaded from snapshots; fetched by the metadata diffs | %.0f; %.0f |
 | store samples (every %s, every replica's informers); keys looked at | %d; %d |
-| keys held by two replicas at a sampled moment; in two stores across a hand-off during the sample; one name held as two objects (different uids) | %d; %d; %d |
+| keys held by two replicas at a sampled moment; in two stores across a hand-off or a removal during the sample; one name held as two objects (different uids) | %d; %d; %d |
 | reconciles (Pods, ConfigMaps, Apps on every replica, %s each) | %d |
 | overlapping reconciles: at a hand-off of the slot; of two objects of one name (different uids); otherwise | %d; %d; %d |
 `, durations(r.faults.restarts), r.delivered, sum(r.pipeline.relists), causes(r.pipeline.relists),
@@ -438,13 +438,15 @@ cold: their directories are empty). A key is *held* by a replica when it is in t
 of one of its informers (` + "`ListKeys`" + `); every few seconds the stores of every running replica
 are listed one after the other, and a key found in two is a double hold unless the replica
 listed first gave up the key's slot after its listing (a hand-off during the sample: the
-ring releases before the other claims). Each replica also runs a *reconcile* handler on its
+ring releases before the other claims), or one of the two stores no longer holds it right
+after the listing, when the uids of a ConfigMap key found in two are read (two uids: two
+objects of one name, below). Each replica also runs a *reconcile* handler on its
 typed Pods, ConfigMaps and Apps that marks the key in a map shared by every replica,
 sleeps and unmarks it; a replica entering a key another cache is in is an overlapping
-reconcile, at a hand-off if the holder's replica gave up the key's slot within the 30 s
-before (a replica's handlers may still be delivering events of a slot it gave up: the
-store drops the slot's objects, but not the notifications already queued) or was being
-stopped by a restart. ConfigMaps are sharded by uid: a ConfigMap deleted and re-created
+reconcile, at a hand-off if the holder's or the entrant's replica gave up the key's slot
+within the 30 s before (a replica's handlers may still be delivering events of a slot it
+gave up: the store drops the slot's objects, but not the notifications already queued) or
+was being stopped by a restart. ConfigMaps are sharded by uid: a ConfigMap deleted and re-created
 under its name is a new object in another slot, so for a while one replica may hold (or
 reconcile) the deleted one and another the new one; the soak counts these apart (the uids
 of the two differ) and does not fail on them. A reconcile keyed by name, as

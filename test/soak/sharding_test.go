@@ -34,6 +34,7 @@ import (
 
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
 	dcache "github.com/deltacache/deltacache/pkg/cache"
+	"github.com/deltacache/deltacache/pkg/informer"
 	"github.com/deltacache/deltacache/pkg/shard"
 )
 
@@ -74,6 +75,8 @@ type replica struct {
 	// followRing saw it: objects of a slot given up leave its store without a Delete
 	// to its handlers, so their last event may be older than the server's state.
 	releasedAt [shard.NumSlots]time.Time
+	// acquiredAt is when it last started serving each slot, as followRing saw it.
+	acquiredAt [shard.NumSlots]time.Time
 	// stoppedAt is when a restart began to stop it.
 	stoppedAt time.Time
 }
@@ -114,20 +117,24 @@ func soakNamespaces(ids []string) []string {
 	return out
 }
 
-// newReplica builds replica id's cache on the proxied config: the label index "app",
-// a field index on Pods' spec.nodeName, sharding, the consistency check and snapshots
-// in dir every snapshotInterval; abrupt keeps its Lease when it stops (a kill).
-func newReplica(ctx context.Context, t *testing.T, cp *controlPlane, st settings, id, dir string, abrupt bool) *replica {
+// newReplica builds replica id's cache (named instance) on the proxied config: the
+// label index "app", a field index on Pods' spec.nodeName, sharding (its ring logging to
+// the test log), the consistency check (its drift given to onDrift) and snapshots in dir
+// every snapshotInterval; abrupt keeps its Lease when it stops (a kill).
+func newReplica(ctx context.Context, t *testing.T, cp *controlPlane, st settings, id, instance, dir string,
+	abrupt bool, onDrift func(kind string, keys []string),
+) *replica {
 	t.Helper()
 	opts := append([]dcache.Option{dcache.WithLabelIndexes("app"),
 		dcache.WithConsistencyCheck(st.checkInterval),
 		dcache.WithSnapshots(dir), dcache.WithSnapshotInterval(snapshotInterval),
 		dcache.WithSharding(dcache.Sharding{
 			Ring: shard.Options{Namespace: ringNamespace, Name: ringName, Identity: id,
-				LeaseDuration: leaseDuration, RenewInterval: renewInterval, KeepLeaseOnStop: abrupt},
+				LeaseDuration: leaseDuration, RenewInterval: renewInterval, KeepLeaseOnStop: abrupt,
+				Logger: ringLogger(t, instance)},
 			ByUID:       []client.Object{&corev1.ConfigMap{}},
 			ByNamespace: []client.Object{&corev1.Pod{}, &demov1alpha1.App{}},
-		})}, replicaLogOptions(t, id)...)
+		})}, replicaLogOptions(t, id, instance, onDrift)...)
 	cc, err := dcache.NewWith(opts...)(cp.proxied, crcache.Options{Scheme: cp.scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -138,24 +145,27 @@ func newReplica(ctx context.Context, t *testing.T, cp *controlPlane, st settings
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return &replica{id: id, cache: c, dir: dir, abrupt: abrupt}
+	return &replica{id: id, instance: instance, cache: c, dir: dir, abrupt: abrupt}
 }
 
-// followRing records when r gives up slots, until ctx ends. It reads the ring's
-// status at every change (a slot given up and taken again is at least one renewal
-// apart), so a time it records is at or a little after the moment.
+// followRing records when r gives up and starts serving slots, until ctx ends. It
+// reads the ring's status at every change (a slot given up and taken again is at least
+// one renewal apart), so a time it records is at or a little after the moment.
 func (r *replica) followRing(ctx context.Context) {
 	ring := r.cache.Ring()
 	var prev shard.Slots
 	for {
 		changed := ring.Changed()
 		serving := ring.Status().Serving
-		if gone := prev.Minus(serving); !gone.IsEmpty() {
+		if gone, gained := prev.Minus(serving), serving.Minus(prev); !gone.IsEmpty() || !gained.IsEmpty() {
 			now := time.Now()
 			r.mu.Lock()
 			for slot := range shard.NumSlots {
-				if gone.Has(slot) {
+				switch {
+				case gone.Has(slot):
 					r.releasedAt[slot] = now
+				case gained.Has(slot):
+					r.acquiredAt[slot] = now
 				}
 			}
 			r.mu.Unlock()
@@ -167,6 +177,41 @@ func (r *replica) followRing(ctx context.Context) {
 		case <-changed:
 		}
 	}
+}
+
+// slotState describes, for a report line, r's hold of slot at the moment st (its
+// ring's status then) was read: whether the ring served the slot, since when or since
+// when not, when it last renewed its Lease, and whether w's informer selects the shard
+// hash h now.
+func (r *replica) slotState(st shard.Status, w *watched, slot int, h uint64) string {
+	r.mu.Lock()
+	acquired, released := r.acquiredAt[slot], r.releasedAt[slot]
+	r.mu.Unlock()
+	clock := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return t.Format("15:04:05.000")
+	}
+	ring := fmt.Sprintf("ring not serving it (gave it up at %s)", clock(released))
+	if st.Serving.Has(slot) {
+		ring = fmt.Sprintf("ring serving it (since %s)", clock(acquired))
+	}
+	sel := "its informer's selector admits it"
+	if cur := w.inf.ShardSelector(); cur != nil && !cur.ContainsHash(h) {
+		sel = "its informer's selector does not admit it"
+	}
+	return fmt.Sprintf("%s: %s, Lease renewed at %s, claims it %t, members %v; %s", r.instance, ring,
+		clock(st.LastRenew), st.Claimed.Has(slot), st.Members, sel)
+}
+
+// shardHash is the hash the shard selector of gvk's informers reads of an object in
+// namespace ns with uid.
+func shardHash(gvk schema.GroupVersionKind, ns string, uid types.UID) uint64 {
+	if gvk == cmGVK {
+		return informer.ShardHash(string(uid))
+	}
+	return informer.ShardHash(ns)
 }
 
 // gaveUpAfter reports whether r gave up slot after t.

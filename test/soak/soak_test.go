@@ -358,8 +358,8 @@ func TestSoak(t *testing.T) {
 	overlaps := f.recon.classify(f.all())
 	for _, o := range overlaps {
 		if !o.handOff && !o.otherObject {
-			t.Errorf("overlapping reconcile of %s: %s entered at %s while %s was in it, not at a hand-off",
-				o.key, o.entrant, o.at.Format("15:04:05.000"), o.holder)
+			t.Errorf("overlapping reconcile of %s (slot %d): %s entered at %s while %s was in it, not at a hand-off; %s",
+				o.key, o.slot, o.entrant, o.at.Format("15:04:05.000"), o.holder, o.states)
 		}
 	}
 	pipeline := pipelineCounts(t)
