@@ -83,6 +83,9 @@ func (p *rebuildPolicy) observe(raw []byte, stored, dictionaries int) bool {
 	}
 	if dictionaries == 0 {
 		p.first = append(p.first, slices.Clone(raw))
+		if p.reservoir != nil { // a first build kept nothing: the sample goes on
+			p.sample(raw)
+		}
 		if len(p.first) < p.sampleObjects {
 			return false
 		}
@@ -132,9 +135,6 @@ func (p *rebuildPolicy) startReservoir() {
 
 // sample offers raw to the reservoir (algorithm R).
 func (p *rebuildPolicy) sample(raw []byte) {
-	if p.reservoir == nil {
-		p.startReservoir()
-	}
 	p.sampled++
 	if len(p.reservoir) < p.reservoirCap {
 		p.reservoir = append(p.reservoir, slices.Clone(raw))
