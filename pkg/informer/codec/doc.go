@@ -15,6 +15,8 @@
 //	CBOR              typed objects whose type Plan cannot plan (an interface or
 //	                  an unexported field), under StorageCompact
 //	UnstructuredCBOR  *unstructured.Unstructured
+//	Compressed        wraps any of them: their encoding compressed with S2 against
+//	                  dictionaries of what the kind's objects have in common
 //
 // The files:
 //
@@ -35,6 +37,12 @@
 //	protobuf_labels.go   Protobuf.AppendLabels: metadata.labels read from the bytes (unsafe
 //	                     strings aliasing them)
 //	cbor_labels.go       CBOR.AppendLabels, UnstructuredCBOR.AppendLabels: the same for CBOR
+//	compressed.go        Compressed: NewCompressed, Encode, Decode, DecodeInto, AppendLabels,
+//	                     Stats (the compression ratio)
+//	compressed_record.go a record's format: dictionary byte, payload, CRC-32C; ErrCorrupt
+//	compressed_dictionary.go a dictionary: exemplars chosen for what they bring, S2's
+//	                     MakeDict over them, compress and decompress
+//	compressed_policy.go when a dictionary is built or rebuilt, and from which objects
 //	doc.go               this overview and the contract
 //
 // # Ownership and aliasing
@@ -56,6 +64,10 @@
 // small structs (such as *int64 and *metav1.Time) of one decoded object are
 // allocated a few to a block, so one kept pointer keeps its block alive. The
 // CBOR codecs copy: what they decode shares no memory with the bytes.
+// Compressed decodes with its inner codec from the buffer it decompressed the
+// record into, new per decode and referenced by nothing else (so a kept
+// string keeps that buffer alive), or, for a record stored uncompressed, from
+// the record itself; it never writes to the record.
 //
 // What the caller of Decode may do. The decoded object is the caller's: it
 // may modify any field, assign new strings, append to slices, and hand the

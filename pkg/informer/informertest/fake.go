@@ -1,5 +1,7 @@
 // Package informertest provides a scriptable fake ListerWatcher for tests of
-// informers and of the caches built on them.
+// informers and of the caches built on them, and Cluster, a seeded population
+// of Pods and ConfigMaps shaped like a production cluster's (cluster.go) for
+// measuring storage on objects that are not all alike.
 //
 // A Fake is two things at once:
 //
