@@ -89,10 +89,10 @@ func snapshotName(key entryKey, scope watchScope) string {
 // in each snapshot the selector its records are complete for and resumes only a
 // snapshot of its own selector (informer.Snapshot).
 func (c *Cache) snapshotIdentity(key entryKey, lwOpts informer.ListWatchOptions, codec informer.StorageCodec) string {
-	return fmt.Sprintf("server=%q gvk=%s shape=%s namespace=%q labels=%q fields=%q codec=%T/%s "+
+	return fmt.Sprintf("server=%q gvk=%s shape=%s namespace=%q labels=%q fields=%q codec=%s/%s "+
 		"keepManagedFields=%t typeMeta=%t",
 		c.config.Host, key.gvk, key.shape, lwOpts.Namespace, lwOpts.LabelSelector, lwOpts.FieldSelector,
-		codec, snapshotCodecVersion, c.settings.KeepManagedFields, c.settings.TypeMetaOnHandlerObjects)
+		codecName(codec), snapshotCodecVersion, c.settings.KeepManagedFields, c.settings.TypeMetaOnHandlerObjects)
 }
 
 // objectGetter returns the Get of the metadata diff: one object of key's shape,

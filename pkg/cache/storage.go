@@ -59,6 +59,16 @@ func (c *Cache) storageCodec(key entryKey, example runtime.Object, unsafeDisable
 		// only decoded storage shares them.
 		return nil, nil
 	}
+	inner, err := innerStorageCodec(key, example, mode)
+	if err != nil || inner == nil || c.settings.DisableCompression {
+		return inner, err
+	}
+	return codec.NewCompressed(inner, codec.CompressedOptions{})
+}
+
+// innerStorageCodec returns the codec that encodes the objects of key (before
+// any compression), or nil to hold them decoded.
+func innerStorageCodec(key entryKey, example runtime.Object, mode StorageMode) (informer.StorageCodec, error) {
 	switch key.shape {
 	case shapeUnstructured:
 		return codec.NewUnstructuredCBOR(), nil
@@ -81,4 +91,13 @@ func (c *Cache) storageCodec(key entryKey, example runtime.Object, unsafeDisable
 		return nil, nil
 	}
 	return codec.NewCBOR(example)
+}
+
+// codecName names a storage codec in a snapshot's identity: its type, and the
+// type of the codec it compresses.
+func codecName(sc informer.StorageCodec) string {
+	if cc, ok := sc.(*codec.Compressed); ok {
+		return fmt.Sprintf("%T(%T)", cc, cc.Inner())
+	}
+	return fmt.Sprintf("%T", sc)
 }

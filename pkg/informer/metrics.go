@@ -123,6 +123,7 @@ type Metrics struct {
 	shardServer *prometheus.Desc
 
 	storedBytes, storedObjects *prometheus.Desc
+	compressionRatio           *prometheus.Desc
 
 	objects, synced, syncDuration, lastEventAge, resourceVersion, fifoDepth, pendingKeys *prometheus.Desc
 
@@ -217,6 +218,9 @@ func NewMetrics() *Metrics {
 		storedBytes: gauge("deltacache_informer_stored_bytes",
 			"Bytes of the encoded objects held in the informer's store (compact storage; the payload, "+
 				"without the store's structure); 0 when objects are held decoded."),
+		compressionRatio: gauge("deltacache_informer_compression_ratio",
+			"For informers whose storage codec compresses: the bytes of the objects' encodings over the bytes "+
+				"stored for them, over every object encoded since the start (2 = half the bytes)."),
 		storedObjects: gauge("deltacache_informer_stored_objects",
 			"Objects in the informer's store by form: encoded (compact storage) or decoded.", "form"),
 
@@ -269,7 +273,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.vecs() {
 		c.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{m.shardServer, m.storedBytes, m.storedObjects, m.objects, m.synced, m.syncDuration, m.lastEventAge,
+	for _, d := range []*prometheus.Desc{m.shardServer, m.storedBytes, m.compressionRatio, m.storedObjects, m.objects, m.synced, m.syncDuration, m.lastEventAge,
 		m.resourceVersion, m.fifoDepth, m.pendingKeys, m.handlerSynced, m.handlerInitial, m.handlerInitialDelivered} {
 		ch <- d
 	}
@@ -277,14 +281,16 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // aggregate is the scrape-time state of the running informers of one label set.
 type aggregate struct {
-	objects, fifo   float64
-	encoded, bytes  float64
-	allSynced       bool
-	maxSyncDuration float64
-	maxAge          float64
-	minRV           float64
-	hasRV           bool
-	pending         map[string]float64
+	objects, fifo  float64
+	encoded, bytes float64
+	// compressedIn and compressedOut are CompressingCodec's bytes.
+	compressedIn, compressedOut float64
+	allSynced                   bool
+	maxSyncDuration             float64
+	maxAge                      float64
+	minRV                       float64
+	hasRV                       bool
+	pending                     map[string]float64
 	// initial are the handlers' initial progress, by handler label.
 	initial map[string]*handlerInitialSums
 	// shardKnown: some informer learnt the server's sharding; shardAll: all
@@ -314,6 +320,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		a.objects += float64(stored.Objects)
 		a.encoded += float64(stored.Encoded)
 		a.bytes += float64(stored.EncodedBytes)
+		if cc, ok := s.indexer.codec.(CompressingCodec); ok {
+			in, out := cc.CompressionBytes()
+			a.compressedIn += float64(in)
+			a.compressedOut += float64(out)
+		}
 		a.fifo += float64(s.fifo.Len())
 		if d, ok := im.syncDuration(); ok {
 			a.maxSyncDuration = max(a.maxSyncDuration, d.Seconds())
@@ -350,6 +361,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(m.objects, a.objects)
 		gauge(m.storedBytes, a.bytes)
+		if a.compressedOut > 0 {
+			gauge(m.compressionRatio, a.compressedIn/a.compressedOut)
+		}
 		gauge(m.storedObjects, a.encoded, "encoded")
 		gauge(m.storedObjects, a.objects-a.encoded, "decoded")
 		gauge(m.fifoDepth, a.fifo)

@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// The snapshot file, one per informer (format version 2). All integers are
+// The snapshot file, one per informer (format version 3). All integers are
 // little-endian; "uvarint" is encoding/binary's.
 //
 //	magic    "DCSNAP", format version (1 byte), 0 (1 byte)
@@ -30,6 +30,9 @@ import (
 //	         records (uint64)
 //	         resourceVersion (uvarint length, bytes): the store's RV when the
 //	         write began; every record is at least as new
+//	         codec state (uvarint length, bytes): what a StatefulCodec needs
+//	         to decode the records (a compressing codec's dictionaries); empty
+//	         for other codecs
 //	records  per record: key (uvarint length, bytes), stored bytes (uvarint
 //	         length, bytes: the StorageCodec's encoding, after the transform)
 //	trailer  CRC-32C (Castagnoli) of every byte before it (uint32)
@@ -41,11 +44,14 @@ import (
 
 const (
 	snapshotMagic  = "DCSNAP"
-	snapshotFormat = 2
+	snapshotFormat = 3
 	// snapshotPrefix is the magic, format and reserved byte.
 	snapshotPrefix = len(snapshotMagic) + 2
 	// snapshotFixedHeader is the prefix, the three hashes, written and records.
 	snapshotFixedHeader = snapshotPrefix + 32 + 32 + 32 + 8 + 8
+	// maxCodecState bounds a header's codec state (a compressing codec's 255
+	// dictionaries of 64 KiB would be 16 MiB).
+	maxCodecState = 17 << 20
 	// snapshotTempInfix marks a file being written (see writeSnapshotFile).
 	snapshotTempInfix = ".tmp-"
 )
@@ -60,6 +66,9 @@ type snapshotHeader struct {
 	written         time.Time
 	records         uint64
 	resourceVersion string
+	// codecState is StatefulCodec.AppendState's, taken after the records were
+	// collected; nil for other codecs.
+	codecState []byte
 }
 
 // snapshotRecord is one stored key and its bytes.
@@ -78,6 +87,7 @@ const (
 	discardShard      = "other shard"
 	discardBuild      = "other build"
 	discardCorrupt    = "corrupt record"
+	discardCodecState = "codec state refused"
 	discardRV         = "resourceVersion not an integer"
 	discardNoBuild    = "no build identity"
 )
@@ -218,7 +228,7 @@ func writeSnapshotFile(
 
 // encodeSnapshotHeader returns the magic and header of h.
 func encodeSnapshotHeader(h snapshotHeader) []byte {
-	b := make([]byte, 0, snapshotFixedHeader+binary.MaxVarintLen64+len(h.resourceVersion))
+	b := make([]byte, 0, snapshotFixedHeader+2*binary.MaxVarintLen64+len(h.resourceVersion)+len(h.codecState))
 	b = append(b, snapshotMagic...)
 	b = append(b, snapshotFormat, 0)
 	b = append(b, h.identity[:]...)
@@ -227,7 +237,9 @@ func encodeSnapshotHeader(h snapshotHeader) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(h.written.UnixNano()))
 	b = binary.LittleEndian.AppendUint64(b, h.records)
 	b = binary.AppendUvarint(b, uint64(len(h.resourceVersion)))
-	return append(b, h.resourceVersion...)
+	b = append(b, h.resourceVersion...)
+	b = binary.AppendUvarint(b, uint64(len(h.codecState)))
+	return append(b, h.codecState...)
 }
 
 func syncDir(dir string) error {
@@ -344,6 +356,13 @@ func readSnapshotHeader(br *bufio.Reader, identity, build [32]byte) (*snapshotHe
 	h.resourceVersion = string(rv)
 	if _, ok := parseRV(h.resourceVersion); !ok {
 		return nil, &snapshotDiscard{reason: discardRV, err: fmt.Errorf("%q", h.resourceVersion)}
+	}
+	// A state is a few dictionaries of at most 64 KiB each.
+	if h.codecState, err = readSnapshotBytes(br, maxCodecState); err != nil {
+		return nil, err
+	}
+	if len(h.codecState) == 0 {
+		h.codecState = nil
 	}
 	return h, nil
 }

@@ -146,6 +146,12 @@ type snapshotRun struct {
 // with a recording handler, and waits for it to sync.
 func runSnapshotInformer(t *testing.T, srv *snapshotServer, dir string, cfg Snapshot) *snapshotRun {
 	t.Helper()
+	return runSnapshotInformerWith(t, srv, dir, cfg, podCodec(t))
+}
+
+// runSnapshotInformerWith is runSnapshotInformer with the storage codec sc.
+func runSnapshotInformerWith(t *testing.T, srv *snapshotServer, dir string, cfg Snapshot, sc StorageCodec) *snapshotRun {
+	t.Helper()
 	cfg.Dir = dir
 	if cfg.Identity == "" {
 		cfg.Identity = "pods"
@@ -160,7 +166,7 @@ func runSnapshotInformer(t *testing.T, srv *snapshotServer, dir string, cfg Snap
 		cfg.Get = srv.get
 	}
 	logs := &logLines{}
-	s := newPodInformer(srv, Options{StorageCodec: podCodec(t), Snapshot: cfg, Logger: logs.logger(), Metrics: NewMetrics(),
+	s := newPodInformer(srv, Options{StorageCodec: sc, Snapshot: cfg, Logger: logs.logger(), Metrics: NewMetrics(),
 		DisableWatchList: true})
 	rec := newRecorder()
 	addHandler(t, s, rec)

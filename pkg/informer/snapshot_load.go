@@ -56,6 +56,9 @@ func (s *SharedIndexInformer) loadSnapshot(w *snapshotWriter, shard *ShardSelect
 	if h.shard != shardHash(shard) {
 		return nil, &snapshotDiscard{reason: discardShard, err: fmt.Errorf("the informer's shard is %q", shard.String())}
 	}
+	if err := s.indexer.restoreCodecState(h.codecState); err != nil {
+		return nil, &snapshotDiscard{reason: discardCodecState, err: err}
+	}
 	ws := &warmSnapshot{header: h, records: len(recs), restored: make(chan struct{})}
 	go func() {
 		defer close(ws.restored)
@@ -72,6 +75,20 @@ func (s *SharedIndexInformer) loadSnapshot(w *snapshotWriter, shard *ShardSelect
 		ws.objs = objs
 	}()
 	return ws, nil
+}
+
+// restoreCodecState gives the codec the state a snapshot carries, before any
+// of its records is decoded. A snapshot with a state for a codec that is not
+// a StatefulCodec (another codec wrote it) is refused.
+func (ix *Indexer) restoreCodecState(state []byte) error {
+	sc, ok := ix.codec.(StatefulCodec)
+	switch {
+	case ok && state != nil:
+		return sc.RestoreState(state)
+	case state != nil:
+		return fmt.Errorf("a state of %d bytes for %T, which keeps none", len(state), ix.codec)
+	}
+	return nil
 }
 
 // restoreAll runs restoreEncoded on every record, on GOMAXPROCS goroutines

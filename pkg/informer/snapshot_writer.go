@@ -145,6 +145,10 @@ func (s *SharedIndexInformer) writeSnapshotFile(ctx context.Context, w *snapshot
 	}
 	h := snapshotHeader{identity: w.identity, build: build, shard: shardHash(sel), written: time.Now(),
 		resourceVersion: *rvp}
+	if sc, ok := s.indexer.codec.(StatefulCodec); ok {
+		// After the records were collected: the state covers each of them.
+		h.codecState = sc.AppendState(nil)
+	}
 	n, err := writeSnapshotFile(ctx, w.cfg.Dir, w.name, h, recs, pace)
 	return n, len(recs), err
 }

@@ -38,3 +38,23 @@ type LabelReader interface {
 	// (dst is returned unchanged): the caller decodes the object instead.
 	AppendLabels(dst []string, data []byte) ([]string, error)
 }
+
+// StatefulCodec is implemented by StorageCodecs whose encodings decode only
+// with state the codec builds while it encodes (codec.Compressed: the
+// dictionaries it made). A snapshot (Options.Snapshot) carries the state:
+// AppendState is called once the records to write are collected (the state
+// must cover every one of them), and RestoreState on the loading informer's
+// codec, new and unused, before the first record is decoded. A RestoreState
+// error discards the snapshot (the informer starts cold).
+type StatefulCodec interface {
+	AppendState(dst []byte) []byte
+	RestoreState(state []byte) error
+}
+
+// CompressingCodec is implemented by StorageCodecs that compress
+// (codec.Compressed): CompressionBytes returns the bytes of the uncompressed
+// encodings and of the records returned, over every Encode so far. The
+// metric deltacache_informer_compression_ratio is their ratio.
+type CompressingCodec interface {
+	CompressionBytes() (in, out int64)
+}

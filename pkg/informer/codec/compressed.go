@@ -276,3 +276,12 @@ func (c *Compressed) Stats() CompressionStats {
 	}
 	return s
 }
+
+// CompressionBytes returns Stats' BytesIn and BytesOut (pkg/informer's
+// CompressingCodec).
+func (c *Compressed) CompressionBytes() (in, out int64) {
+	return c.bytesIn.Load(), c.bytesOut.Load()
+}
+
+// Inner returns the codec whose encodings c compresses.
+func (c *Compressed) Inner() Codec { return c.inner }

@@ -263,7 +263,7 @@ func BenchmarkCompressedGet(b *testing.B) {
 				var own, theirs, deep time.Duration
 				i, round := 0, 0
 				for b.Loop() {
-					i = (i + 7919*batch) % n // a stride through the corpus: objects of every template
+					i = (i + 7919*batch) % n   // a stride through the corpus: objects of every template
 					if round++; round%2 == 0 { // each first in turn: the first of the two pays the cache misses
 						own += decode(cand, i)
 						theirs += decode(proto, i)

@@ -180,3 +180,16 @@ func (p *rebuildPolicy) built(ok bool, dictionaries int) {
 		p.first, p.sampleObjects = nil, 2*p.sampleObjects
 	}
 }
+
+// restored sets the policy of a codec given dictionaries it did not make
+// (Compressed.RestoreState): no first sample, a reservoir from now on, the
+// refresh done (the dictionary was made from a picture of the kind already),
+// and the baseline measured over the next window, as after a build.
+func (p *rebuildPolicy) restored(dictionaries int) {
+	p.first, p.worse, p.worseNext, p.baseline, p.refreshed = nil, nil, 0, 0, true
+	p.windowIn, p.windowOut, p.windowEncodes = 0, 0, 0
+	if dictionaries < p.maxDictionaries {
+		p.reservoirCap = min(64, p.sampleObjects)
+		p.reservoir = make([][]byte, 0, p.reservoirCap)
+	}
+}
