@@ -17,7 +17,9 @@ limitations under the License.
 package bench
 
 import (
+	"cmp"
 	"runtime"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +27,7 @@ import (
 
 	"github.com/deltacache/deltacache/pkg/informer"
 	storagecodec "github.com/deltacache/deltacache/pkg/informer/codec"
+	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
 
 // The footprint workload (section D) takes a cached pod apart: it builds, one layer at
@@ -37,10 +40,20 @@ const (
 	FigFootDecoded         = "foot_decoded_stripped"
 	FigFootClientGoStore   = "foot_client_go_store_ns_index"
 	FigFootPayload         = "foot_protobuf_payload"
+	FigFootCompressed      = "foot_compressed_payload"
 	FigFootStore           = "foot_store_entry"
 	FigFootNamespaceIndex  = "foot_namespace_index"
 	FigFootLabelFieldIndex = "foot_label_and_field_index"
+
+	// The realistic population's payloads (informertest.Cluster).
+	FigFootRealDecodedFull = "foot_real_decoded_with_managed_fields"
+	FigFootRealDecoded     = "foot_real_decoded_stripped"
+	FigFootRealPayload     = "foot_real_protobuf_payload"
+	FigFootRealCompressed  = "foot_real_compressed_payload"
 )
+
+// footprintClusterSeed seeds the realistic population of section D.
+const footprintClusterSeed = 23
 
 // footFigures are section D's rows.
 func footFigures() []Figure {
@@ -48,10 +61,15 @@ func footFigures() []Figure {
 		{FigFootDecodedFull, "decoded pod with managedFields (controller-runtime's default holds this)", "B", false},
 		{FigFootDecoded, "decoded pod, managedFields stripped (controller-runtime with the strip transform)", "B", false},
 		{FigFootClientGoStore, "client-go store entry and namespace index, on top of a decoded pod", "B", false},
-		{FigFootPayload, "protobuf encoding of the stripped pod (deltacache's payload)", "B", false},
+		{FigFootPayload, "protobuf encoding of the stripped pod (deltacache's payload without compression)", "B", false},
+		{FigFootCompressed, "the same, compressed against the kind's dictionaries (deltacache's payload)", "B", false},
 		{FigFootStore, "deltacache store entry (record, cell, shard slot, key) on top of the payload", "B", false},
 		{FigFootNamespaceIndex, "deltacache namespace index", "B", false},
 		{FigFootLabelFieldIndex, "deltacache label:app and field:spec.nodeName indexes (values interned)", "B", false},
+		{FigFootRealDecodedFull, "realistic pod (60 templates), decoded with managedFields", "B", false},
+		{FigFootRealDecoded, "realistic pod, decoded, managedFields stripped", "B", false},
+		{FigFootRealPayload, "realistic pod, protobuf encoding of the stripped pod", "B", false},
+		{FigFootRealCompressed, "realistic pod, the same compressed (deltacache's payload)", "B", false},
 	}
 }
 
@@ -107,6 +125,11 @@ func MeasureFootprint(n int) (Values, error) {
 	// keeps it in its record).
 	v.add(FigFootPayload, perPod(before, withPayload)-24)
 	payload = nil
+	compressed, err := compressedPayloadPerPod(pods)
+	if err != nil {
+		return nil, err
+	}
+	v.add(FigFootCompressed, compressed)
 	intern := map[string]string{}
 	interned := func(s string) string {
 		if v, ok := intern[s]; ok {
@@ -137,15 +160,19 @@ func MeasureFootprint(n int) (Values, error) {
 	for i, layer := range layers {
 		runtime.GC()
 		before := LiveHeap()
+		cc, err := storagecodec.NewCompressed(pc, storagecodec.CompressedOptions{})
+		if err != nil {
+			return nil, err
+		}
 		ix := informer.NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, layer.indexers,
-			informer.IndexerOptions{Codec: pc})
+			informer.IndexerOptions{Codec: cc})
 		if err := ix.Replace(pods, "1"); err != nil {
 			return nil, err
 		}
 		total := perPod(before, LiveHeap())
 		if i == 0 {
 			// The store's figure is what it adds to the payload.
-			v.add(layer.fig, total-v[FigFootPayload][0])
+			v.add(layer.fig, total-v[FigFootCompressed][0])
 		} else {
 			v.add(layer.fig, total-prev)
 		}
@@ -153,5 +180,72 @@ func MeasureFootprint(n int) (Values, error) {
 		runtime.KeepAlive(ix)
 	}
 	runtime.KeepAlive(pods)
-	return v, nil
+	pods = nil
+	return v, measureRealisticFootprint(n, v)
+}
+
+// compressedPayloadPerPod returns the live heap per pod of pods' records in a new
+// Compressed codec around protobuf (as one informer's initial list makes them, in
+// the pods' order), the slice header that holds each left out.
+func compressedPayloadPerPod(pods []any) (float64, error) {
+	pc, err := storagecodec.NewProtobuf(&corev1.Pod{})
+	if err != nil {
+		return 0, err
+	}
+	cc, err := storagecodec.NewCompressed(pc, storagecodec.CompressedOptions{})
+	if err != nil {
+		return 0, err
+	}
+	runtime.GC()
+	before := LiveHeap()
+	records := make([][]byte, len(pods))
+	for i, p := range pods {
+		if records[i], err = cc.Encode(p); err != nil {
+			return 0, err
+		}
+	}
+	after := LiveHeap()
+	runtime.KeepAlive(records)
+	runtime.KeepAlive(cc)
+	return HeapGrowth(before, after)/float64(len(pods)) - 24, nil
+}
+
+// measureRealisticFootprint adds to v the payload figures of n pods of the
+// realistic population (informertest.Cluster), in key order as a list returns them.
+func measureRealisticFootprint(n int, v Values) error {
+	runtime.GC()
+	before := LiveHeap()
+	full := informertest.NewCluster(footprintClusterSeed).Pods(n)
+	v.add(FigFootRealDecodedFull, HeapGrowth(before, LiveHeap())/float64(n))
+	slices.SortFunc(full, func(a, b *corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	pods := make([]any, n)
+	for i, p := range full {
+		p.ManagedFields = nil
+		pods[i] = p
+	}
+	runtime.GC()
+	v.add(FigFootRealDecoded, HeapGrowth(before, LiveHeap())/float64(n))
+	pc, err := storagecodec.NewProtobuf(&corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	before = LiveHeap()
+	payload := make([][]byte, n)
+	for i, p := range pods {
+		if payload[i], err = pc.Encode(p); err != nil {
+			return err
+		}
+	}
+	v.add(FigFootRealPayload, HeapGrowth(before, LiveHeap())/float64(n)-24)
+	runtime.KeepAlive(payload)
+	payload = nil
+	compressed, err := compressedPayloadPerPod(pods)
+	if err != nil {
+		return err
+	}
+	v.add(FigFootRealCompressed, compressed)
+	runtime.KeepAlive(pods)
+	return nil
 }

@@ -297,6 +297,14 @@ func TestFootprintLayersAreMeasuredAndPositive(t *testing.T) {
 	if p, d := v[FigFootPayload][0], v[FigFootDecoded][0]; p < 500 || p > 1200 || d < 3*p {
 		t.Errorf("payload %v B and decoded pod %v B per pod, want 500–1200 and at least 3× more", p, d)
 	}
+	// Compressed, the payload is smaller; the realistic pods are larger than the
+	// bench's in every form, and compress too.
+	if c, p := v[FigFootCompressed][0], v[FigFootPayload][0]; c >= p/2 {
+		t.Errorf("compressed payload %v B per pod, want under half the protobuf's %v B", c, p)
+	}
+	if rp, p, rc := v[FigFootRealPayload][0], v[FigFootPayload][0], v[FigFootRealCompressed][0]; rp <= p || rc >= rp {
+		t.Errorf("realistic payload %v B (bench pods' %v B), compressed %v B: want larger than the bench's, and smaller compressed", rp, p, rc)
+	}
 }
 
 // TestMemoryListerWatcherListsInKeyOrder checks the list order is kube-apiserver's
