@@ -78,7 +78,15 @@ func TestSnapshotSIGKILLMidWriteLeavesACompleteSnapshotOrNone(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		// Kill at a random moment of the child's writing, not of its start (a loaded
+		// machine can take longer than any fixed delay to start a test binary): once
+		// it has begun a write (a temporary file exists) and, in the first round, once
+		// it has finished one, so that some kill leaves a snapshot to check.
+		waitForFile(t, cmd, filepath.Join(dir, "kill"+snapshotTempInfix+"*"))
+		if round == 0 {
+			waitForFile(t, cmd, filepath.Join(dir, "kill"))
+		}
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -113,4 +121,17 @@ func TestSnapshotSIGKILLMidWriteLeavesACompleteSnapshotOrNone(t *testing.T) {
 	if complete == 0 {
 		t.Fatal("no kill left a snapshot: the test checked nothing (the writer never finished a write)")
 	}
+}
+
+// waitForFile waits until a file matches pattern, for at most a minute while the
+// child cmd runs.
+func waitForFile(t *testing.T, cmd *exec.Cmd, pattern string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			return
+		}
+	}
+	_ = cmd.Process.Kill()
+	t.Fatalf("no file %s after a minute: the child never wrote", pattern)
 }
