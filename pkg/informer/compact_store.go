@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -125,6 +126,8 @@ type codecErrors struct {
 	mu         sync.Mutex
 	logged     map[string]struct{}
 	suppressed bool
+	// lastRelist is when relistForCorrupt last asked for a relist.
+	lastRelist time.Time
 }
 
 // codecError counts a codec error of key and logs it once per key (the
@@ -137,6 +140,9 @@ func (s *SharedIndexInformer) codecError(key string, err error) {
 		} else {
 			im.encodeErrors.Inc()
 		}
+	}
+	if decoding {
+		s.relistForCorrupt(key)
 	}
 	c := &s.codecErrs
 	c.mu.Lock()
@@ -167,6 +173,28 @@ func (s *SharedIndexInformer) codecError(key string, err error) {
 	case suppress:
 		log.Error(err, "Codec errors of further keys are counted but no longer logged", "key", key,
 			"keysLogged", maxCodecErrorKeys)
+	}
+}
+
+// corruptRelistInterval is the least time between two relists for records
+// that did not decode: a codec that cannot decode what it encoded (a bug)
+// would otherwise relist at every read.
+const corruptRelistInterval = time.Minute
+
+// relistForCorrupt asks the Reflector for a relist, which replaces the record of
+// key (and every other) with the server's object encoded anew, at most once
+// per corruptRelistInterval; the read that met the record left the object out.
+func (s *SharedIndexInformer) relistForCorrupt(key string) {
+	c := &s.codecErrs
+	c.mu.Lock()
+	now := time.Now()
+	due := c.lastRelist.IsZero() || now.Sub(c.lastRelist) >= corruptRelistInterval
+	if due {
+		c.lastRelist = now
+	}
+	c.mu.Unlock()
+	if r := s.getReflector(); due && r != nil {
+		r.requestRelist(relistCauseCorrupt, "the stored record of "+key+" did not decode")
 	}
 }
 

@@ -703,7 +703,7 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 			case old == nil:
 				notes = append(notes, batchNote{key: key, n: notification{kind: noteAdd, newObj: s.indexer.handlerView(d.Object), initial: p.initial}})
 			default:
-				isSync := d.Type == deltaSync || (d.Type == deltaReplaced && sameStored(old, rec, d.Object))
+				isSync := d.Type == deltaSync || (d.Type == deltaReplaced && s.indexer.sameStored(old, rec, d.Object))
 				n := notification{kind: noteUpdate, oldObj: s.indexer.handlerObject(key, old), newObj: s.indexer.handlerView(d.Object)}
 				notes = append(notes, batchNote{key: key, n: n, isSync: isSync})
 			}
@@ -739,12 +739,18 @@ func (s *SharedIndexInformer) distribute(key string, n notification, isSync bool
 }
 
 // sameStored reports whether the record old, replaced by rec (of obj),
-// held the same resourceVersion: for two encodings, whether they are equal
-// (an object's resourceVersion is part of its encoding, and the same
-// resourceVersion is the same object); else by comparing resourceVersions.
-func sameStored(old, rec *record, obj any) bool {
+// held the same resourceVersion: for two encodings, whether they encode the
+// same bytes (an object's resourceVersion is part of its encoding, and the
+// same resourceVersion is the same object; a codec whose encodings of one
+// object may differ says so, see EncodingComparer); else by comparing
+// resourceVersions.
+func (ix *Indexer) sameStored(old, rec *record, obj any) bool {
 	if old.data != nil && rec.data != nil {
-		return bytes.Equal(old.data, rec.data)
+		if bytes.Equal(old.data, rec.data) {
+			return true
+		}
+		ec, ok := ix.codec.(EncodingComparer)
+		return ok && ec.SameEncoded(old.data, rec.data)
 	}
 	if old.data != nil {
 		return false

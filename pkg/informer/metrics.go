@@ -45,6 +45,9 @@ const (
 	// relistCauseShard: the shard selector changed (a slot moved to or
 	// from this replica, or a namespace it owns appeared or went away).
 	relistCauseShard = "shard"
+	// relistCauseCorrupt: a stored record did not decode (its bytes were
+	// damaged in memory, or the codec has a bug); the relist replaces it.
+	relistCauseCorrupt = "corrupt"
 )
 
 // MetricLabels are the label values of an informer's series. Each must come
@@ -185,7 +188,7 @@ func NewMetrics() *Metrics {
 			"Duration of each watch, from its opening to its end (server timeout, error, stall or stop).",
 			[]float64{1, 10, 30, 60, 120, 300, 450, 600, 660, 900, 1800}),
 		relists: counter("deltacache_informer_relists_total",
-			"Lists after the first, by cause: expired (410), too_large_resource_version, error, drift.", "cause"),
+			"Lists after the first, by cause: expired (410), too_large_resource_version, error, drift, shard, corrupt (a stored record did not decode).", "cause"),
 		checks: counter("deltacache_consistency_checks_total",
 			"Consistency checks (a metadata-only LIST compared with the store), by result: ok, drift, error.",
 			"result"),
@@ -440,7 +443,8 @@ func (m *Metrics) register(s *SharedIndexInformer, labels MetricLabels, c clock.
 	for i, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted} {
 		im.watchEvents[i] = m.watchEvents.WithLabelValues(append(lv, string(t))...)
 	}
-	causes := []string{relistCauseExpired, relistCauseTooLargeResourceVersion, relistCauseError, relistCauseDrift, relistCauseShard}
+	causes := []string{relistCauseExpired, relistCauseTooLargeResourceVersion, relistCauseError, relistCauseDrift, relistCauseShard,
+		relistCauseCorrupt}
 	for i, cause := range causes {
 		im.relists[i] = m.relists.WithLabelValues(append(lv, cause)...)
 	}
@@ -494,7 +498,7 @@ type informerMetrics struct {
 	watchStarts, watchBookmarks          prometheus.Counter
 	watchEvents                          [3]prometheus.Counter // ADDED, MODIFIED, DELETED
 	watchDuration                        prometheus.Observer
-	relists                              [5]prometheus.Counter // expired, too large RV, error, drift, shard
+	relists                              [6]prometheus.Counter // expired, too large RV, error, drift, shard, corrupt
 	consistencyChecks                    [3]prometheus.Counter // ok, drift, error
 	driftObjects                         [3]prometheus.Counter // missing, extra, stale
 	errors                               *prometheus.CounterVec
@@ -602,9 +606,12 @@ func (im *informerMetrics) relist(err error) {
 		return
 	}
 	if req, ok := err.(errRelistRequested); ok {
-		if req.cause == relistCauseShard {
+		switch req.cause {
+		case relistCauseShard:
 			im.relists[4].Inc()
-		} else {
+		case relistCauseCorrupt:
+			im.relists[5].Inc()
+		default:
 			im.relists[3].Inc()
 		}
 		return

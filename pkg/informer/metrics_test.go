@@ -126,6 +126,7 @@ func TestMetricsCountListsWatchesEventsRelistsAndErrorsExactly(t *testing.T) {
 		"deltacache_informer_relists_total{cause=error}":                      1,
 		"deltacache_informer_relists_total{cause=drift}":                      0,
 		"deltacache_informer_relists_total{cause=shard}":                      0,
+		"deltacache_informer_relists_total{cause=corrupt}":                    0,
 		"deltacache_informer_relists_total{cause=expired}":                    1,
 		"deltacache_informer_relists_total{cause=too_large_resource_version}": 0,
 		"deltacache_informer_errors_total{op=list,reason=Forbidden}":          1,

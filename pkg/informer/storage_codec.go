@@ -58,3 +58,13 @@ type StatefulCodec interface {
 type CompressingCodec interface {
 	CompressionBytes() (in, out int64)
 }
+
+// EncodingComparer is implemented by StorageCodecs whose encodings of one
+// object may differ (codec.Compressed: under two dictionaries). SameEncoded
+// reports whether the encodings a and b, which differ in bytes, are of equal
+// objects. The informer asks it for each object a relist brings back whose
+// bytes differ from the stored ones, to tell an unchanged object (a resync,
+// for handlers due for one) from a change (an update, for every handler).
+type EncodingComparer interface {
+	SameEncoded(a, b []byte) bool
+}

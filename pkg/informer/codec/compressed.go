@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -285,3 +286,21 @@ func (c *Compressed) CompressionBytes() (in, out int64) {
 
 // Inner returns the codec whose encodings c compresses.
 func (c *Compressed) Inner() Codec { return c.inner }
+
+// SameEncoded reports whether the records a and b, whose bytes differ, hold the
+// same inner encoding (pkg/informer's EncodingComparer): an object encoded
+// before and after a dictionary was made or rebuilt gives two records. Records
+// of one dictionary differ only if their inner encodings do (S2 against one
+// dictionary is deterministic); otherwise both are decompressed and compared.
+// A record that does not open compares unequal.
+func (c *Compressed) SameEncoded(a, b []byte) bool {
+	if len(a) < recordOverhead || len(b) < recordOverhead || a[0] == b[0] {
+		return false
+	}
+	pa, err := c.payload(a)
+	if err != nil {
+		return false
+	}
+	pb, err := c.payload(b)
+	return err == nil && bytes.Equal(pa, pb)
+}

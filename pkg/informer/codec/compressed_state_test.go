@@ -93,3 +93,30 @@ func TestCompressedRestoreStateRefusesACodecInUseAndCorruptStates(t *testing.T) 
 		}
 	}
 }
+
+// Two records of one object made under different dictionaries (or one stored as
+// it is) differ in bytes and are the same encoding; records of other objects are
+// not, nor is a record that does not open.
+func TestCompressedSameEncodedAcrossDictionaries(t *testing.T) {
+	inner := podCodec(t)
+	c := mustCompressed(t, inner)
+	pods := benchPods(400)
+	before := encodeEach(t, c, inner, pods[:1])[0].record // stored as it is
+	encodeEach(t, c, inner, pods[1:])                     // the first dictionary is made
+	after := encodeEach(t, c, inner, pods[:1])[0].record
+	if before[0] != asIs || after[0] != 1 {
+		t.Fatalf("records of dictionaries %d and %d, want none and the first", before[0], after[0])
+	}
+	if !c.SameEncoded(before, after) || !c.SameEncoded(after, before) {
+		t.Fatal("one pod's records under two dictionaries compare unequal")
+	}
+	other := encodeEach(t, c, inner, pods[1:2])[0].record
+	if c.SameEncoded(before, other) || c.SameEncoded(after, other) {
+		t.Fatal("two pods' records compare equal")
+	}
+	corrupt := append([]byte(nil), after...)
+	corrupt[len(corrupt)/2] ^= 0xff
+	if c.SameEncoded(before, corrupt) || c.SameEncoded(before, before[:3]) {
+		t.Fatal("a corrupt or short record compares equal")
+	}
+}
