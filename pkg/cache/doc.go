@@ -98,17 +98,18 @@ limitations under the License.
 // CRDs travel as JSON. Before an object is stored, after the user's transform (which
 // runs once per received object), metadata.managedFields are stripped
 // (WithKeepManagedFields keeps them). Under the default StorageAuto, built-in kinds and
-// metadata-only objects are then held encoded as protobuf and unstructured objects as
-// CBOR (compact storage), and every read decodes them, which replaces the deep copy: a
-// List decodes each candidate its index (or a scan) yields before the label selector
-// filters them, so a List that no index narrows decodes every object of the kind in
-// its namespaces. Kinds read with UnsafeDisableDeepCopy, and every kind while the
-// mutation detector is on, are held decoded under StorageAuto; typed CRD kinds are
-// held decoded, with repeated metadata strings — namespace,
+// metadata-only objects are then held encoded as protobuf, typed CRD kinds in the Plan
+// codec's encoding and unstructured objects as CBOR (compact storage), each compressed
+// against dictionaries of its kind (WithoutCompression turns that off), and every read
+// decodes them, which replaces the deep copy. A List checks a label selector on the
+// stored labels before it decodes, and decodes only the objects it returns. Kinds read
+// with UnsafeDisableDeepCopy, and every kind while the mutation detector is on, are
+// held decoded under StorageAuto, with repeated metadata strings — namespace,
 // generateName, label keys and values, annotation keys, owner references — interned by
 // a bounded interner shared by the cache's informers (WithoutStringInterning turns that
 // off). WithStorage and WithStorageFor choose per kind (StorageCompact, StorageDecoded);
-// DELTACACHE_STORAGE in the environment overrides the default mode.
+// DELTACACHE_STORAGE in the environment overrides the default mode, and
+// DELTACACHE_COMPRESSION=off turns compression off.
 // BenchmarkStoredPodHeap10k measures the heap a cached pod holds.
 //
 // # Sharding and the drift check
