@@ -53,7 +53,9 @@ const (
 	DeltacacheDefaults Contender = "deltacache-defaults"
 	// DeltacacheCompact is pkg/cache.NewWith(WithStorage(StorageCompact)): compact
 	// storage also for the kinds StorageAuto holds decoded (typed CRD types), so that
-	// section C shows what each choice costs.
+	// section C shows what each choice costs. In section B3 it is pkg/informer's
+	// SharedIndexInformer with pkg/cache's default storage for pods (protobuf,
+	// compressed: codec.Compressed).
 	DeltacacheCompact Contender = "deltacache-compact"
 	// DeltacacheSnapshots is, in section B3 only, pkg/informer's SharedIndexInformer with
 	// compact storage (as DeltacacheCompact there) writing a snapshot of its store every

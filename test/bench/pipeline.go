@@ -63,11 +63,16 @@ func newPipelineInformer(c Contender, lw toolscache.ListerWatcher, snapshotDir s
 	case Deltacache:
 		return informer.NewSharedIndexInformer(lw, &corev1.Pod{}, informer.Options{Indexers: PodIndexers()}), nil
 	case DeltacacheCompact, DeltacacheSnapshots:
+		// pkg/cache's default for pods: protobuf, compressed.
 		pc, err := storagecodec.NewProtobuf(&corev1.Pod{})
 		if err != nil {
 			return nil, err
 		}
-		opts := informer.Options{Indexers: PodIndexers(), StorageCodec: pc}
+		cc, err := storagecodec.NewCompressed(pc, storagecodec.CompressedOptions{})
+		if err != nil {
+			return nil, err
+		}
+		opts := informer.Options{Indexers: PodIndexers(), StorageCodec: cc}
 		if c == DeltacacheSnapshots {
 			if snapshotDir == "" {
 				return nil, fmt.Errorf("contender %q needs a snapshot directory", c)
