@@ -38,6 +38,9 @@ const (
 	WorkloadMemoryAPI = "memory-api"
 	// WorkloadSync measures an informer's initial sync (section B).
 	WorkloadSync = "sync"
+	// WorkloadSyncSmallObjects measures the initial sync of metadata-sized pods
+	// listed at once (section B2m).
+	WorkloadSyncSmallObjects = "sync-small-objects"
 	// WorkloadThroughput measures an informer's event throughput (section B).
 	WorkloadThroughput = "throughput"
 	// WorkloadStuck measures the memory an informer holds for a stuck handler (B).
@@ -143,6 +146,8 @@ func RunChild(ctx context.Context, spec ChildSpec) (Values, error) {
 			Commands: os.Stdin}.Run(ctx)
 	case WorkloadFootprint:
 		return MeasureFootprint(spec.Pods)
+	case WorkloadSyncSmallObjects:
+		return MeasureSyncSmallObjects(ctx, spec.Contender, spec.Pods)
 	case WorkloadSync:
 		return MeasureSync(ctx, spec.Contender, spec.Pods)
 	case WorkloadThroughput:

@@ -183,7 +183,7 @@ func TestMemoryAPIServesPagedListsAndWatchList(t *testing.T) {
 func TestPipelineWorkloadsProduceEveryFigure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, c := range []Contender{Deltacache, ClientGo} {
+	for _, c := range []Contender{Deltacache, DeltacacheCompact, ClientGo} {
 		for _, run := range []struct {
 			name string
 			figs []string
@@ -191,6 +191,8 @@ func TestPipelineWorkloadsProduceEveryFigure(t *testing.T) {
 		}{
 			{"sync", []string{FigPipeSync, FigPipeAllocs, FigPipeAllocBytes, FigPipeHeap},
 				func() (Values, error) { return MeasureSync(ctx, c, 300) }},
+			{"sync of small objects", []string{FigPipeSync, FigPipeAllocs, FigPipeAllocBytes, FigPipeHeap},
+				func() (Values, error) { return MeasureSyncSmallObjects(ctx, c, 600) }},
 			{"throughput", []string{FigThroughput},
 				func() (Values, error) { return MeasureThroughput(ctx, c, 50, 500) }},
 			{"stuck", []string{FigStuckFew, FigStuckMany},
@@ -198,6 +200,9 @@ func TestPipelineWorkloadsProduceEveryFigure(t *testing.T) {
 			{"store", []string{FigWrites0, FigWrites10, FigReadLists},
 				func() (Values, error) { return MeasureStoreWrites(c, 100, 2, 20*time.Millisecond) }},
 		} {
+			if c == DeltacacheCompact && run.name == "store" {
+				continue // a store workload of deltacache's Indexer alone
+			}
 			v, err := run.fn()
 			if err != nil {
 				t.Fatalf("%s %s: %v", run.name, c, err)

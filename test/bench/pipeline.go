@@ -25,6 +25,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -105,9 +107,40 @@ func ServerPods(l Layout) []corev1.Pod {
 // heap it added per pod. The pods exist before the measurement starts, so the figures
 // are the pipeline's own: list pages, queue, store, indexes, handler queue.
 func MeasureSync(ctx context.Context, c Contender, n int) (Values, error) {
+	return measureSyncOf(ctx, c, n, NewMemoryListerWatcher(ServerPods(NewLayout(n)), strconv.Itoa(n+1)))
+}
+
+// MeasureSyncSmallObjects is MeasureSync over n metadata-sized pods (name, namespace,
+// two labels, resourceVersion) listed in one page whatever the informer asks
+// (section B2m).
+func MeasureSyncSmallObjects(ctx context.Context, c Contender, n int) (Values, error) {
+	pods := make([]corev1.Pod, n)
+	for i := range pods {
+		pods[i] = corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: fmt.Sprintf("ns-%d", i%50), Name: fmt.Sprintf("pod-%07d", i),
+			ResourceVersion: strconv.Itoa(i + 1), Generation: int64(i),
+			Labels: map[string]string{appLabel: fmt.Sprintf("app-%d", i%500), "tier": "backend"},
+		}}
+	}
+	return measureSyncOf(ctx, c, n, unpagedListerWatcher{NewMemoryListerWatcher(pods, strconv.Itoa(n+1))})
+}
+
+// unpagedListerWatcher lists everything in one page, whatever the Limit asked.
+type unpagedListerWatcher struct{ *MemoryListerWatcher }
+
+func (u unpagedListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return u.ListWithContext(context.Background(), opts)
+}
+
+func (u unpagedListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	opts.Limit, opts.Continue = 0, ""
+	return u.MemoryListerWatcher.ListWithContext(ctx, opts)
+}
+
+// measureSyncOf is MeasureSync over the n pods of lw.
+func measureSyncOf(ctx context.Context, c Contender, n int, lw toolscache.ListerWatcher) (Values, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lw := NewMemoryListerWatcher(ServerPods(NewLayout(n)), strconv.Itoa(n+1))
 	before := LiveHeap()
 	start := time.Now()
 	inf, err := NewPipelineInformer(c, lw)

@@ -33,6 +33,8 @@ type Options struct {
 	// SyncSmall, SyncLarge and SyncHuge are the pod counts of the in-process
 	// initial syncs.
 	SyncSmall, SyncLarge, SyncHuge int
+	// SmallObjects is the object count of section B2m (metadata-sized pods).
+	SmallObjects int
 	// Keys is the number of distinct pods the event and store workloads update.
 	Keys int
 	// KeysLarge and KeysHuge are the stored pods of the throughput workloads at
@@ -74,7 +76,7 @@ func (o Options) RunsSection(id string) bool {
 func DefaultOptions() Options {
 	return Options{
 		Runs: 5, APIPods: 20_000, SeedWorkers: 16,
-		SyncSmall: 10_000, SyncLarge: 100_000, SyncHuge: 1_000_000,
+		SyncSmall: 10_000, SyncLarge: 100_000, SyncHuge: 1_000_000, SmallObjects: 100_000,
 		Keys: 10_000, KeysLarge: 100_000, KeysHuge: 1_000_000, Events: 1_000_000,
 		StoreReaders: 10, StoreDuration: 2 * time.Second,
 		ListPods: 100_000, OpTime: 500 * time.Millisecond, Seed: 1,
@@ -87,7 +89,7 @@ func DefaultOptions() Options {
 func QuickOptions() Options {
 	return Options{
 		Runs: 1, APIPods: 2_000, SeedWorkers: 16,
-		SyncSmall: 1_000, SyncLarge: 10_000, SyncHuge: 20_000,
+		SyncSmall: 1_000, SyncLarge: 10_000, SyncHuge: 20_000, SmallObjects: 10_000,
 		Keys: 1_000, KeysLarge: 10_000, KeysHuge: 20_000, Events: 100_000,
 		StoreReaders: 10, StoreDuration: 500 * time.Millisecond,
 		ListPods: 10_000, OpTime: 100 * time.Millisecond, Seed: 1,
@@ -130,11 +132,13 @@ var Peers = []Contender{ControllerRuntime, ControllerRuntimeStrip, ClientGo}
 
 // Section IDs.
 const (
-	SectionAPIServer  = "apiserver"
-	SectionSyncSmall  = "sync-small"
-	SectionSyncLarge  = "sync-large"
-	SectionSyncHuge   = "sync-huge"
-	SectionThroughput = "throughput"
+	SectionAPIServer = "apiserver"
+	SectionSyncSmall = "sync-small"
+	SectionSyncLarge = "sync-large"
+	SectionSyncHuge  = "sync-huge"
+	// SectionSyncSmallObjects is B2m: metadata-sized pods listed at once.
+	SectionSyncSmallObjects = "sync-small-objects"
+	SectionThroughput       = "throughput"
 	// SectionThroughputLarge and SectionThroughputHuge are SectionThroughput
 	// with KeysLarge and KeysHuge pods stored.
 	SectionThroughputLarge = "throughput-large"
@@ -232,10 +236,20 @@ func (o Options) Sections() []Section {
 			Figures:     syncFigures(),
 		},
 		{
+			ID:    SectionSyncSmallObjects,
+			Title: fmt.Sprintf("B2m. In-process initial sync of %d small objects, listed at once", o.SmallObjects),
+			Description: "Metadata-sized pods (name, namespace, two labels, resourceVersion: what a metadata-only " +
+				"informer holds) listed in one page, in key order, by an in-memory ListerWatcher that costs " +
+				"nothing, so that the store's per-object cost is what is measured; \"every kind compact\" " +
+				"stores them as pkg/cache does (protobuf, compressed).",
+			Contenders: append(append([]Contender{}, pipeline...), DeltacacheCompact),
+			Figures:    syncFigures(),
+		},
+		{
 			ID:    SectionThroughput,
 			Title: fmt.Sprintf("B3. Throughput: %d updates over %d keys", o.Events, o.Keys),
 			Description: "Watch → queue → store → one handler, until the handler has seen the last state of every key. " +
-				"deltacache holds the pods decoded here; \"every kind compact\" holds them as protobuf (its default for pods), " +
+				"deltacache holds the pods decoded here; \"every kind compact\" holds them as protobuf, compressed (its default for pods), " +
 				"and the last column does too while writing a snapshot of its store every " + PipelineSnapshotInterval.String() +
 				" (one after the other for the whole run).",
 			Contenders: append(append([]Contender{}, pipeline...), DeltacacheCompact, DeltacacheSnapshots),

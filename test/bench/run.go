@@ -279,6 +279,7 @@ func (r *Runner) runInProcess(ctx context.Context, results Results) error {
 			{SectionSyncSmall, ChildSpec{Workload: WorkloadSync, Pods: o.SyncSmall}},
 			{SectionSyncLarge, ChildSpec{Workload: WorkloadSync, Pods: o.SyncLarge}},
 			{SectionSyncHuge, ChildSpec{Workload: WorkloadSync, Pods: o.SyncHuge}},
+			{SectionSyncSmallObjects, ChildSpec{Workload: WorkloadSyncSmallObjects, Pods: o.SmallObjects}},
 			{SectionThroughput, ChildSpec{Workload: WorkloadThroughput, Keys: o.Keys, Events: o.Events}},
 			{SectionThroughputLarge, ChildSpec{Workload: WorkloadThroughput, Keys: o.KeysLarge,
 				Events: max(o.Events, o.KeysLarge)}},

@@ -67,6 +67,10 @@ func Targets(o Options) []Target {
 		t.Contender = DeltacacheDefaults
 		return t
 	}
+	compactContender := func(t Target) Target {
+		t.Contender = DeltacacheCompact
+		return t
+	}
 	restart := func(t Target) Target {
 		t.Contender = RestartResumed
 		return t
@@ -118,6 +122,8 @@ func Targets(o Options) []Target {
 			SectionSyncLarge, FigPipeSync, ClientGo, 0.8),
 		cost(fmt.Sprintf("In-process initial sync of %d pods ≤ 0.8× client-go's time", o.SyncHuge),
 			SectionSyncHuge, FigPipeSync, ClientGo, 0.8),
+		compactContender(cost(fmt.Sprintf("In-process initial sync of %d small objects, listed at once, ≤ 1.0× client-go's time (compact, compressed)", o.SmallObjects),
+			SectionSyncSmallObjects, FigPipeSync, ClientGo, 1.0)),
 		rate(fmt.Sprintf("Update throughput with %d objects stored ≥ 1.5× client-go's", o.KeysLarge),
 			SectionThroughputLarge, FigThroughput, ClientGo, 1.5),
 		rate(fmt.Sprintf("Update throughput with %d objects stored ≥ 1.5× client-go's", o.KeysHuge),
