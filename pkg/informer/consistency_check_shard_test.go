@@ -178,7 +178,27 @@ func TestConsistencyCheckDoesNotCountAQueuedRelistAsMissing(t *testing.T) {
 		}
 		return nil, nil
 	}
-	s := newPodInformer(f, Options{ShardSelector: lowerHalf, DisableWatchList: true,
+	// The relist of the new selector is served once the old shard's evictions are
+	// applied: in one batch with them, a relisted object held by the index function
+	// would hold them too, and SetShardSelector, which waits for them, forever (a
+	// loaded machine's pop loop took both in one batch).
+	var s *SharedIndexInformer
+	lowGone := func() bool {
+		for _, key := range []string{"a/low-0", "a/low-1"} {
+			if _, ok, _ := s.GetStore().GetByKey(key); ok {
+				return false
+			}
+		}
+		return true
+	}
+	gated := &listGate{Fake: f, before: func(n int) {
+		// On the Reflector's goroutine: no t.Fatal here; a wait that ends
+		// unmet lets the test fail on what follows.
+		for deadline := time.Now().Add(10 * time.Second); n > 1 && !lowGone() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}}
+	s = newPodInformer(gated, Options{ShardSelector: lowerHalf, DisableWatchList: true,
 		ConsistencyCheck: lists.check(), Indexers: map[string]toolscache.IndexFunc{"hold": holdHigh}})
 	startInformer(t, s)
 	waitSynced(t, s.HasSyncedChecker())
@@ -245,4 +265,25 @@ func TestSetShardSelectorToAnEqualSelectorKeepsTheShardSettled(t *testing.T) {
 	if report.Skipped != "" || report.Drifted() {
 		t.Errorf("report after setting an equal selector = %+v, want a comparison without drift", report)
 	}
+}
+
+// listGate is a Fake whose n-th LIST (from 1) first runs before(n).
+type listGate struct {
+	*informertest.Fake
+	mu     sync.Mutex
+	n      int
+	before func(n int)
+}
+
+func (g *listGate) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return g.ListWithContext(context.Background(), opts)
+}
+
+func (g *listGate) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	g.mu.Lock()
+	g.n++
+	n := g.n
+	g.mu.Unlock()
+	g.before(n)
+	return g.Fake.ListWithContext(ctx, opts)
 }
