@@ -32,7 +32,7 @@ type ConsistencyCheck struct {
 	// Get reads one object's metadata, to confirm a missing one; nil = not
 	// confirmed.
 	Get func(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error)
-	// PageSize of the LIST; 0 = DefaultPageSize.
+	// PageSize of the LIST; 0 = 500.
 	PageSize int64
 	// Settle bounds the wait for the store to reach the list's RV; 0 =
 	// Interval/2, at most 30 s.
@@ -245,7 +245,7 @@ func (s *SharedIndexInformer) listMetadata(
 ) (map[string]serverMeta, string, int, error) {
 	limit := cc.PageSize
 	if limit <= 0 {
-		limit = DefaultPageSize
+		limit = defaultPageSize
 	}
 	shardSelector, _ := sel.wire()
 	out := make(map[string]serverMeta)

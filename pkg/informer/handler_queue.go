@@ -91,8 +91,7 @@ type HandlerRegistration struct {
 	synced        chan struct{}
 	syncedClosed  bool
 
-	panics    atomic.Uint64
-	delivered atomic.Uint64
+	panics atomic.Uint64
 	// metrics are this handler's series; only the delivery goroutine uses them.
 	metrics handlerMetrics
 }
@@ -142,22 +141,16 @@ func (r *HandlerRegistration) Name() string { return r.name }
 // deltacache_handler_* series.
 func (r *HandlerRegistration) MetricLabel() string { return r.label }
 
-// ResyncPeriod is the period this handler receives resync updates with; 0
-// means never.
-func (r *HandlerRegistration) ResyncPeriod() time.Duration { return r.resyncPeriod }
-
-// Pending returns the number of keys with notifications waiting for delivery.
-func (r *HandlerRegistration) Pending() int {
+// pendingCount returns the number of keys with notifications waiting for
+// delivery.
+func (r *HandlerRegistration) pendingCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.order)
 }
 
-// Panics returns how many handler calls panicked (and were recovered).
-func (r *HandlerRegistration) Panics() uint64 { return r.panics.Load() }
-
-// Delivered returns how many notifications were delivered to the handler.
-func (r *HandlerRegistration) Delivered() uint64 { return r.delivered.Load() }
+// panicCount returns how many handler calls panicked (and were recovered).
+func (r *HandlerRegistration) panicCount() uint64 { return r.panics.Load() }
 
 // Stopped returns a channel that is closed once the registration's
 // goroutine has exited (after RemoveEventHandler or the informer's end, and
@@ -421,7 +414,6 @@ func (r *HandlerRegistration) deliver(key string, n notification) {
 				"handler", r.name, "key", key, "panics", r.panics.Load())
 		}
 	}()
-	r.delivered.Add(1)
 	switch n.kind {
 	case noteAdd:
 		r.handler.OnAdd(resolveObject(n.newObj), n.initial)

@@ -40,7 +40,7 @@ func (p InitialProgress) Rate() float64 {
 
 // InitialProgress returns the registration's progress through its initial
 // objects.
-func (r *HandlerRegistration) InitialProgress() InitialProgress {
+func (r *HandlerRegistration) initialProgress() InitialProgress {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := InitialProgress{
@@ -67,7 +67,7 @@ func (s *SharedIndexInformer) HandlersNotSynced() []InitialProgress {
 	s.mu.Unlock()
 	var out []InitialProgress
 	for _, h := range handlers {
-		if p := h.InitialProgress(); !p.Synced {
+		if p := h.initialProgress(); !p.Synced {
 			out = append(out, p)
 		}
 	}
@@ -93,7 +93,7 @@ func (s *SharedIndexInformer) wakeSyncProgress() {
 func (s *SharedIndexInformer) syncProgressLoop(ctx context.Context) {
 	interval := s.opts.ListProgressInterval
 	if interval == 0 {
-		interval = DefaultListProgressInterval
+		interval = defaultListProgressInterval
 	}
 	if interval < 0 {
 		return
@@ -161,7 +161,7 @@ func (s *SharedIndexInformer) logger() logr.Logger {
 
 // logInitialProgress logs the registration's InitialProgress.
 func (r *HandlerRegistration) logInitialProgress() {
-	p := r.InitialProgress()
+	p := r.initialProgress()
 	if p.Synced {
 		return
 	}
@@ -171,5 +171,5 @@ func (r *HandlerRegistration) logInitialProgress() {
 	}
 	log.Info("event handler not synced yet: initial objects delivered so far",
 		"registration", r.name, "handler", p.Label, "delivered", p.Delivered, "total", p.Total,
-		"objectsPerSecond", p.Rate(), "seconds", p.Elapsed.Seconds(), "pendingKeys", r.Pending())
+		"objectsPerSecond", p.Rate(), "seconds", p.Elapsed.Seconds(), "pendingKeys", r.pendingCount())
 }

@@ -19,26 +19,24 @@ import (
 
 var _ toolscache.SharedIndexInformer = (*SharedIndexInformer)(nil)
 
-// MinimumResyncPeriod is the smallest resync period a handler can get;
+// minimumResyncPeriod is the smallest resync period a handler can get;
 // shorter non-zero periods are raised to it.
-const MinimumResyncPeriod = time.Second
+const minimumResyncPeriod = time.Second
 
 // Options configure a SharedIndexInformer. Every field is optional.
 type Options struct {
-	// Name for logs and errors, e.g. "Pod.v1." or a GVK string; default: the
-	// Go type of the example object (its GVK for unstructured objects).
+	// Name for logs and errors, e.g. "Pod.v1."; default: the example
+	// object's Go type (its GVK for unstructured objects).
 	Name string
-	// ResyncPeriod is the default resync period of handlers added with
-	// AddEventHandler; 0 = never.
+	// ResyncPeriod of handlers added with AddEventHandler; 0 = never.
 	ResyncPeriod time.Duration
 	// Indexers are the initial indexes (more via AddIndexers, also after start).
 	Indexers toolscache.Indexers
-	// Transform is applied exactly once to every object received (listed or
-	// watched), before it enters the store; never to tombstones or resyncs.
+	// Transform runs once on every object received (listed or watched)
+	// before it is stored; never on tombstones or resyncs.
 	Transform toolscache.TransformFunc
-	// WatchErrorHandler is called for every list/watch error (a
-	// *ListWatchError), with a stand-in *toolscache.Reflector, never run,
-	// that carries the informer's name and type.
+	// WatchErrorHandler gets every list/watch error (a *ListWatchError) with
+	// a stand-in *toolscache.Reflector, never run, of the informer's name.
 	WatchErrorHandler toolscache.WatchErrorHandlerWithContext
 	// Logger; zero value: logr.FromContextOrDiscard(ctx) of RunWithContext.
 	Logger logr.Logger
@@ -46,66 +44,63 @@ type Options struct {
 	PageSize int64
 
 	// CrashOnHandlerPanic re-panics when a handler panics (client-go's
-	// default). Default false: the panic is recovered, logged and counted.
+	// default); false: the panic is recovered, logged and counted.
 	CrashOnHandlerPanic bool
 	// Backoff between failed list/watch attempts; zero value = DefaultBackoff.
 	Backoff Backoff
 	// MinWatchTimeout: each watch asks for a timeout in [min, 2×min];
 	// 0 = 5 minutes.
 	MinWatchTimeout time.Duration
-	// WatchStallTimeout: a watch that delivers nothing (no event, no
-	// bookmark) for this long is abandoned and re-opened from the last RV,
-	// logged once and counted in deltacache_informer_errors_total
-	// {op="watch",reason="WatchStalled"}; 0 = DefaultWatchStallTimeout
-	// (2 minutes, two of kube-apiserver's bookmark intervals); negative =
-	// only a watch outliving its own server-side timeout by a minute.
+	// WatchStallTimeout: a watch silent (no event, no bookmark) this long is
+	// re-opened from the last RV, logged and counted in
+	// deltacache_informer_errors_total{op="watch",reason="WatchStalled"};
+	// 0 = 2 minutes (two of kube-apiserver's bookmark intervals); negative =
+	// only a watch outliving its server-side timeout by a minute.
 	WatchStallTimeout time.Duration
 	// Clock for timers (resync, backoff, watch stalls); default real time.
 	Clock clock.WithTicker
-	// DisableWatchList makes every list a paginated LIST. Default false:
-	// lists are streamed (WatchList, KEP-3157, as client-go since v0.35)
-	// unless the ListerWatcher opts out (IsWatchListSemanticsUnSupported);
-	// a server that refuses or never ends the stream gets LIST from then on.
+	// DisableWatchList makes every list a paginated LIST. Default: lists are
+	// streamed (WatchList, KEP-3157, as client-go since v0.35) unless the
+	// ListerWatcher opts out (IsWatchListSemanticsUnSupported); a server
+	// that refuses or never ends the stream gets LIST from then on.
 	DisableWatchList bool
-	// WatchListTimeout: a WatchList stream silent for this long before its
+	// WatchListTimeout: a WatchList stream silent this long before its
 	// initial-events-end bookmark, or not ended within three of it, falls
-	// back to LIST; 0 = DefaultWatchListTimeout (10 s).
+	// back to LIST; 0 = 10 s (client-go waits without bound).
 	WatchListTimeout time.Duration
 
-	// MetricLabels label the informer's series in Metrics; zero value: the
-	// example object's GroupVersionKind and shape.
+	// MetricLabels of the informer's series; zero value: the example
+	// object's GroupVersionKind and shape.
 	MetricLabels MetricLabels
-	// ConsistencyCheck compares the store with the server at a low rate and
-	// heals drift with a relist; the zero value is off. See ConsistencyCheck.
+	// ConsistencyCheck: see ConsistencyCheck; the zero value is off.
 	ConsistencyCheck ConsistencyCheck
 	// HandlerLabel names a registration in the "handler" label of the
-	// deltacache_handler_* series; nil or "" = the default (HandlerLabel).
+	// deltacache_handler_* series; nil or "" = the default: its HandlerName
+	// (NamedHandler), else its Go type with package paths cut to package
+	// names ("cache.ResourceEventHandlerFuncs"); "#2", "#3"... appended to a
+	// label a live registration of the informer already has.
 	HandlerLabel func(toolscache.ResourceEventHandler) string
 	// Metrics receives the informer's metrics; nil = DefaultMetrics.
 	Metrics *Metrics
-	// ListProgressInterval: a long list logs its progress this often, and so
-	// does each registration that has not synced once the informer has (see
-	// InitialProgress); 0 = DefaultListProgressInterval (5s), negative = never.
+	// ListProgressInterval: a long list, and each registration not synced
+	// once the informer has, logs its progress this often; 0 = 5 s,
+	// negative = never.
 	ListProgressInterval time.Duration
 
-	// StorageCodec turns on compact storage (see IndexerOptions.Codec): the
-	// store holds every object encoded and every read decodes a new object.
-	// Handlers get the objects as received; an OnUpdate's old object is
-	// decoded once, shared by every handler. Codec errors are counted and
-	// logged once per key (the object is then kept decoded). nil = objects
-	// stored as received (client-go's behaviour). Package codec has the
-	// codecs (codec.NewProtobuf for built-in kinds).
+	// StorageCodec turns on compact storage: the store holds objects encoded
+	// and every read decodes a new object. Handlers get objects as received
+	// (an OnUpdate's old object decoded once for all). An object the codec
+	// fails on is kept decoded (counted, logged once per key). nil = stored
+	// as received (client-go's behaviour). Codecs: package codec.
 	StorageCodec StorageCodec
 
 	// ShardSelector restricts the informer to one shard (KEP-5866), sent on
-	// every request and applied on the client too (a server may ignore it);
-	// nil = every object. SetShardSelector changes it.
+	// every request and applied on the client too; nil = every object.
 	ShardSelector *ShardSelector
 
-	// Snapshot writes the store to a file at an interval and when the
-	// informer stops, and starts the informer from that file, caught up with
-	// the server, instead of a full list (see Snapshot); the zero value is
-	// off. Needs StorageCodec.
+	// Snapshot writes the store to a file (at an interval and at stop) and
+	// starts the informer from it, caught up with the server, instead of a
+	// full list; the zero value is off. Needs StorageCodec.
 	Snapshot Snapshot
 }
 
@@ -448,7 +443,7 @@ func (s *SharedIndexInformer) AddEventHandler(
 
 // AddEventHandlerWithResyncPeriod adds a handler that receives a resync
 // OnUpdate(obj, obj) for every stored object every resyncPeriod (0 = never;
-// non-zero periods below MinimumResyncPeriod are raised to it).
+// non-zero periods below 1 s are raised to it).
 func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(
 	handler toolscache.ResourceEventHandler, resyncPeriod time.Duration,
 ) (toolscache.ResourceEventHandlerRegistration, error) {
@@ -476,8 +471,8 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 	if options.ResyncPeriod != nil {
 		period = *options.ResyncPeriod
 	}
-	if period > 0 && period < MinimumResyncPeriod {
-		period = MinimumResyncPeriod
+	if period > 0 && period < minimumResyncPeriod {
+		period = minimumResyncPeriod
 	}
 	log := s.log
 	if options.Logger != nil {

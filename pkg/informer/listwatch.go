@@ -195,9 +195,6 @@ func (lw *ListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) 
 // util/watchlist read it.
 func (lw *ListWatch) IsWatchListSemanticsUnSupported() bool { return lw.watchListUnsupported }
 
-// Options returns the options applied to every request.
-func (lw *ListWatch) Options() ListWatchOptions { return lw.opts }
-
 func (lw *ListWatch) apply(o *metav1.ListOptions) {
 	o.LabelSelector = lw.opts.LabelSelector
 	o.FieldSelector = lw.opts.FieldSelector

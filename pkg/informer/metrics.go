@@ -350,8 +350,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		handlers := append([]*HandlerRegistration(nil), s.handlers...)
 		s.mu.Unlock()
 		for _, h := range handlers {
-			a.pending[h.label] += float64(h.Pending())
-			a.addInitial(h.InitialProgress())
+			a.pending[h.label] += float64(h.pendingCount())
+			a.addInitial(h.initialProgress())
 		}
 	}
 	for labels, a := range groups {
@@ -689,19 +689,19 @@ var packagePath = regexp.MustCompile(`[\w.~-]+/`)
 var handlerLabels sync.Map // reflect.Type → string
 
 // NamedHandler is a handler that names itself in the "handler" label of the
-// deltacache_handler_* series (see HandlerLabel).
+// deltacache_handler_* series (see Options.HandlerLabel).
 type NamedHandler interface {
 	toolscache.ResourceEventHandler
 	HandlerName() string
 }
 
-// HandlerLabel is the default "handler" label of h: its HandlerName when h is
+// defaultHandlerLabel is the default "handler" label of h: its HandlerName when h is
 // a NamedHandler, else its Go type with package paths reduced to package
 // names, e.g. "cache.ResourceEventHandlerFuncs". Options.HandlerLabel
 // overrides it (pkg/cache names controller-runtime's handlers after what
 // they enqueue); the informer then makes the label unique among its
 // registrations (see uniqueHandlerLabelLocked).
-func HandlerLabel(h toolscache.ResourceEventHandler) string {
+func defaultHandlerLabel(h toolscache.ResourceEventHandler) string {
 	if n, ok := h.(NamedHandler); ok {
 		if name := n.HandlerName(); name != "" {
 			return name
@@ -722,7 +722,7 @@ func goTypeLabel(h any) string {
 }
 
 // uniqueHandlerLabelLocked is the label of a new registration of h:
-// Options.HandlerLabel's answer, else HandlerLabel's, followed by "#n" when
+// Options.HandlerLabel's answer, else defaultHandlerLabel's, followed by "#n" when
 // n-1 registrations of the informer already have that label (n ≥ 2, the
 // smallest free), so that two controllers whose handlers look alike (every
 // controller-runtime controller registers the same Go type) are two series.
@@ -733,7 +733,7 @@ func (s *SharedIndexInformer) uniqueHandlerLabelLocked(h toolscache.ResourceEven
 		base = s.opts.HandlerLabel(h)
 	}
 	if base == "" {
-		base = HandlerLabel(h)
+		base = defaultHandlerLabel(h)
 	}
 	taken := make(map[string]bool, len(s.handlers))
 	for _, r := range s.handlers {

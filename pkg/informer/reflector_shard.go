@@ -93,14 +93,14 @@ func (r *reflector) SetShardSelector(sel *ShardSelector) {
 
 // shardOptions sets the shard selector on a list or watch request: sel, or,
 // when sel is too long for the server, the coarser selector of
-// sel.ForServer (logged once per Reflector); the client-side filter keeps
+// sel.forServer (logged once per Reflector); the client-side filter keeps
 // applying sel itself.
 func (r *reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel *ShardSelector) {
 	var wire *ShardSelector
 	if o.ShardSelector, wire = sel.wire(); wire != sel && r.coarsened.CompareAndSwap(false, true) {
 		r.logger(ctx).Info("Shard selector too long for the server: sending a coarser one and filtering the rest on the client",
 			"reflector", r.name, "ranges", len(sel.Ranges), "sentRanges", len(wire.Ranges),
-			"limit", MaxShardSelectorLength)
+			"limit", maxShardSelectorLength)
 	}
 }
 

@@ -89,7 +89,7 @@ func (s *ShardSelector) String() string {
 
 // Hash returns the shard hash of obj's Field, and false if obj has no
 // object metadata (or Field is not a known ShardField).
-func (s *ShardSelector) Hash(obj any) (uint64, bool) {
+func (s *ShardSelector) hash(obj any) (uint64, bool) {
 	var namespace, uid string
 	if e, ok := obj.(*encodedObject); ok {
 		// Queued for compact storage: the metadata it was encoded from.
@@ -119,7 +119,7 @@ func (s *ShardSelector) Matches(obj any) bool {
 	if s == nil {
 		return true
 	}
-	h, ok := s.Hash(obj)
+	h, ok := s.hash(obj)
 	if !ok {
 		return false
 	}

@@ -116,7 +116,7 @@ func (l *streamedList) receive(ctx context.Context, w watch.Interface, timeoutSe
 	r := l.r
 	limit := r.opts.WatchListTimeout
 	if limit <= 0 {
-		limit = DefaultWatchListTimeout
+		limit = defaultWatchListTimeout
 	}
 	// A healthy stream of a large list may take longer than limit, but it keeps
 	// delivering: a whole period of limit without an event ends it (a timer
