@@ -40,14 +40,6 @@ import (
 // BuildIndexOptions configure Indexer.BuildIndex; the zero value decodes
 // compact records in full and files every value.
 type BuildIndexOptions struct {
-	// objectOf returns the object the index function runs on for a record
-	// held encoded, stored under key, during the build (the writer computes
-	// the values of later writes from the objects it receives, as for every
-	// index): a reader cheaper than a full decode, safe for concurrent use
-	// (the tests gate builds with it). An error leaves the object unfiled
-	// and is returned by BuildIndex. nil: the Indexer's codec decodes (or
-	// reads labels, see LabelsOnly).
-	objectOf func(key string, data []byte) (any, error)
 	// Observe gets the new index's values of each stored object as the
 	// build computes them (from one goroutine; not for the objects the
 	// catch-up redoes); an error abandons the build (BuildIndex returns it,
@@ -57,6 +49,14 @@ type BuildIndexOptions struct {
 	// with a LabelReader codec each compact record is given to fn as a
 	// *metav1.PartialObjectMetadata of those three, without a decode.
 	LabelsOnly bool
+	// objectOf returns the object the index function runs on for a record
+	// held encoded, stored under key, during the build (the writer computes
+	// the values of later writes from the objects it receives, as for every
+	// index): a reader cheaper than a full decode, safe for concurrent use
+	// (the tests gate builds with it). An error leaves the object unfiled
+	// and is returned by BuildIndex. nil: the Indexer's codec decodes (or
+	// reads labels, see LabelsOnly).
+	objectOf func(key string, data []byte) (any, error)
 }
 
 // maxRebuildAttempts is how often a rebuild starts again after a Replace or

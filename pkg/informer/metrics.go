@@ -22,12 +22,9 @@ import (
 // Values of the "shape" label: the Go type an informer lists, stores and hands
 // out.
 const (
-	// ShapeTyped: a Go type of a Scheme (e.g. *corev1.Pod).
-	ShapeTyped = "typed"
-	// ShapeUnstructured: *unstructured.Unstructured.
-	ShapeUnstructured = "unstructured"
-	// ShapeMetadata: *metav1.PartialObjectMetadata.
-	ShapeMetadata = "metadata"
+	ShapeTyped        = "typed"        // a Go type of a Scheme (e.g. *corev1.Pod)
+	ShapeUnstructured = "unstructured" // *unstructured.Unstructured
+	ShapeMetadata     = "metadata"     // *metav1.PartialObjectMetadata
 )
 
 // Values of the "cause" label of deltacache_informer_relists_total.
