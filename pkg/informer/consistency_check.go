@@ -15,13 +15,12 @@ import (
 )
 
 // ConsistencyCheck compares, at a low rate, an informer's store with the
-// server and heals the drift it finds with a relist: a safety net for watch
-// streams that lose events without breaking. The zero value is off. Each
-// check lists the informer's scope (of a sharded informer: its shard) as
-// metadata with RV "", in pages of PageSize, compares uid and resourceVersion
-// per key with the store, counts and logs the missing, extra and stale
-// objects the RVs prove (DriftReport) and relists. What a check decides and
-// costs: docs/architecture.md (section 9) and docs/consistency-check.md.
+// server and heals drift with a relist: a safety net for watches that lose
+// events without breaking. The zero value is off. Each check lists the
+// informer's scope (its shard, if sharded) as metadata with RV "", compares
+// uid and resourceVersion per key, reports the missing, extra and stale
+// objects the RVs prove (DriftReport, logged) and relists. Decisions and
+// costs: docs/architecture.md section 9, docs/consistency-check.md.
 type ConsistencyCheck struct {
 	// Interval between checks (each waits a random 0–10% more); 0 = off.
 	Interval time.Duration

@@ -124,11 +124,9 @@ func (ix *Indexer) BuildIndex(ctx context.Context, name string, fn toolscache.In
 	}, opts.Observe)
 }
 
-// RemoveIndex drops the index name (any index, also one given to
-// NewIndexer) as BuildIndex adds one: the writer is held only for the
-// catch-up, readers see the index until one instant and not after. It
-// returns an error if there is no such index, or as BuildIndex when ctx
-// ends or the store keeps being replaced.
+// RemoveIndex drops the index name (any index) as BuildIndex adds one, with
+// the same errors (no such index, ctx, a store replaced again and again);
+// readers see the index until one instant, not after.
 func (ix *Indexer) RemoveIndex(ctx context.Context, name string) error {
 	return ix.rebuild(ctx, func(from *indexFuncs) (*tableChange, error) {
 		return removeChange(from, name)
@@ -413,9 +411,8 @@ func (t *segmentTable) refilePrivate(key string, e *cell, old, rec *record, ed *
 	}
 }
 
-// IndexStats returns the number of distinct values of the index name and
-// the number of (value, object) entries filed under them; ok is false when
-// there is no such index. It walks the index (O(values)), takes no lock.
+// IndexStats returns the index name's number of distinct values and of
+// (value, object) entries, ok false if there is no such index; O(values).
 func (ix *Indexer) IndexStats(name string) (values, entries int, ok bool) {
 	_, idx, ok := ix.table.Load().index(name)
 	if !ok {
