@@ -57,13 +57,10 @@ const (
 
 // DriftReport is the outcome of one consistency check.
 type DriftReport struct {
-	// Missing, Extra and Stale are the keys that drifted, sorted.
-	Missing, Extra, Stale []string
-	// ResourceVersion of the server's list, and its Objects.
-	ResourceVersion string
-	Objects         int
-	// Requests sent: LIST pages and Gets.
-	Requests int
+	Missing, Extra, Stale []string // the keys that drifted, sorted
+	ResourceVersion       string   // of the server's list
+	Objects               int      // in the server's list
+	Requests              int      // sent: LIST pages and Gets
 	// Skipped says why the check compared nothing (the informer's shard was
 	// changing, or is empty); "" for a check that compared.
 	Skipped string

@@ -37,14 +37,10 @@ const (
 // error, so apierrors.IsForbidden, apierrors.IsNotFound,
 // apierrors.IsResourceExpired and errors.Is/As keep working on it.
 type ListWatchError struct {
-	// Name of the informer or reflector.
-	Name string
-	// Op is "list", "watchlist" or "watch".
-	Op string
-	// Reason is one of the Reason* constants.
-	Reason string
-	// Err is the original error.
-	Err error
+	Name   string // of the informer or reflector
+	Op     string // "list", "watchlist" or "watch"
+	Reason string // one of the Reason* constants
+	Err    error  // the original error
 }
 
 func (e *ListWatchError) Error() string {

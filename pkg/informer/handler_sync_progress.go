@@ -13,15 +13,12 @@ import (
 type InitialProgress struct {
 	// Label is the registration's metric label (MetricLabel), Name its Name.
 	Label, Name string
-	// Delivered is how many initial objects the handler has been handed and
-	// returned from (an add merged with a later change of its key counts once
-	// that change is delivered).
+	// Delivered is how many initial objects the handler has returned from (an
+	// add merged with a later change of its key counts once that is delivered).
 	Delivered int
-	// Total is how many initial objects were queued for the handler; final once
-	// InformerSynced.
+	// Total initial objects queued for the handler; final once InformerSynced.
 	Total int
-	// Elapsed is the time from the first initial object's queueing to the
-	// registration's sync (to now before it).
+	// Elapsed from the first initial object's queueing to the sync (or now).
 	Elapsed time.Duration
 	// InformerSynced: the informer's initial list is in its store.
 	InformerSynced bool
@@ -58,9 +55,8 @@ func (r *HandlerRegistration) initialProgress() InitialProgress {
 	return p
 }
 
-// HandlersNotSynced returns the progress of the informer's registrations that
-// have not synced (HasSynced false), in the order they were added; nil when
-// every one has. Before the informer has synced that is every registration.
+// HandlersNotSynced returns the progress of the registrations not synced yet
+// (all of them before the informer syncs), in the order added; nil if none.
 func (s *SharedIndexInformer) HandlersNotSynced() []InitialProgress {
 	s.mu.Lock()
 	handlers := append([]*HandlerRegistration(nil), s.handlers...)

@@ -199,9 +199,8 @@ func (ix *Indexer) Get(obj any) (item any, exists bool, err error) {
 	return ix.GetByKey(key)
 }
 
-// GetByKey returns the object stored under key. The error is nil unless
-// compact storage is on and the stored bytes cannot be decoded (then exists
-// is true and item nil).
+// GetByKey returns the object stored under key; err is a decode error of
+// compact storage (exists true, item nil).
 func (ix *Indexer) GetByKey(key string) (item any, exists bool, err error) {
 	if r := ix.table.Load().get(key); r != nil {
 		obj, err := ix.read(key, r)
@@ -415,12 +414,10 @@ func indexersOf(f *indexFuncs) toolscache.Indexers {
 	return out
 }
 
-// AddIndexers adds indexes and files every stored object in them. It may be
-// called at any time, also while an informer writes to the store; readers
-// see the new indexes, fully back-filled, from one instant on. A name that
-// already exists (or appears twice) is an error and nothing is added. Errors
-// of index functions on existing objects are returned after the indexes were
-// added (those objects are not filed).
+// AddIndexers adds indexes and files every stored object in them, at any
+// time (readers see them complete from one instant on). A name that exists
+// or repeats is an error and nothing is added; errors of index functions on
+// stored objects come after the indexes were added (those objects unfiled).
 func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	if len(newIndexers) == 0 {
 		return nil

@@ -425,9 +425,9 @@ func (ix *Indexer) IndexStats(name string) (values, entries int, ok bool) {
 	return idx.Len(), entries, true
 }
 
-// IndexCount returns how many objects are filed under value in the index
-// name (0 when there is no such index) without reading them: an upper
-// bound while a write that moves an object between values is in flight.
+// IndexCount returns how many objects are filed under value in the index name
+// (0 if none) without reading them: an upper bound while a write moving an
+// object between values is in flight.
 func (ix *Indexer) IndexCount(name, value string) int {
 	_, idx, ok := ix.table.Load().index(name)
 	if !ok {

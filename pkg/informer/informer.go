@@ -104,14 +104,12 @@ type Options struct {
 	Snapshot Snapshot
 }
 
-// SharedIndexInformer is our implementation of toolscache.SharedIndexInformer:
-// Reflector → DeltaFIFO → (Indexer first, then handlers). Run/RunWithContext
-// may be called once; it blocks until the context (or stop channel) ends,
-// after which IsStopped is true and no handler can be added. A key new to
-// the store is an OnAdd (isInInitialList for the first list's items), a
-// stored key an OnUpdate (an unchanged one only to handlers due for resync),
-// a deleted stored key an OnDelete (obj or a DeletedFinalStateUnknown).
-// Handlers: see HandlerRegistration.
+// SharedIndexInformer implements toolscache.SharedIndexInformer: Reflector →
+// DeltaFIFO → Indexer, then handlers (see HandlerRegistration). It runs once,
+// until its context ends (then IsStopped; no handler can be added). A key new
+// to the store is an OnAdd (isInInitialList for the first list), a stored key
+// an OnUpdate (if unchanged, only to handlers due for resync), a deleted one
+// an OnDelete (obj or a DeletedFinalStateUnknown).
 type SharedIndexInformer struct {
 	name string
 	lw   toolscache.ListerWatcherWithContext
@@ -161,10 +159,8 @@ type SharedIndexInformer struct {
 }
 
 // NewSharedIndexInformer returns an informer for the objects lw lists and
-// watches; exampleObject gives their Go type (e.g. &corev1.Pod{}). If lw
-// implements toolscache.ListerWatcherWithContext (as *toolscache.ListWatch and
-// our adapters do) its context-aware methods are used, otherwise
-// toolscache.ToListerWatcherWithContext wraps it.
+// watches, of exampleObject's Go type (e.g. &corev1.Pod{}). An lw without
+// context-aware methods is wrapped (toolscache.ToListerWatcherWithContext).
 func NewSharedIndexInformer(
 	lw toolscache.ListerWatcher, exampleObject runtime.Object, opts Options,
 ) *SharedIndexInformer {
@@ -219,15 +215,14 @@ func (s *SharedIndexInformer) GetStore() toolscache.Store { return s.indexer }
 // GetIndexer returns the live store.
 func (s *SharedIndexInformer) GetIndexer() toolscache.Indexer { return s.indexer }
 
-// AddIndexers adds indexes to the store, back-filling the stored objects. It
-// works at any time; a duplicate name is an error.
+// AddIndexers adds indexes to the store at any time, back-filled; a duplicate
+// name is an error.
 func (s *SharedIndexInformer) AddIndexers(indexers toolscache.Indexers) error {
 	return s.indexer.AddIndexers(indexers)
 }
 
-// HasSynced reports whether the items of the first list have been applied to
-// the store (and handed to the handlers' queues). Per-handler: see the
-// registration's HasSynced.
+// HasSynced reports whether the first list is in the store (and the handlers'
+// queues); per handler: the registration's HasSynced.
 func (s *SharedIndexInformer) HasSynced() bool { return s.fifo.HasSynced() }
 
 // HasSyncedChecker returns a DoneChecker that completes when HasSynced does.
@@ -254,10 +249,9 @@ func (s *SharedIndexInformer) LastError() error {
 	return nil
 }
 
-// LastErrorSince returns LastError and since when the informer's list/watch
-// errors have had its reason (ListWatchError.Reason) with no successful list
-// or watch between them: a kind refused since then has served data that no
-// longer changes since then, at the latest. nil and the zero time when healthy.
+// LastErrorSince returns LastError and since when the list/watch errors have
+// had its Reason with no success between them: the informer's data has not
+// changed since then at the latest. nil and the zero time when healthy.
 func (s *SharedIndexInformer) LastErrorSince() (error, time.Time) {
 	if r := s.getReflector(); r != nil {
 		return r.LastErrorSince()
@@ -298,8 +292,8 @@ func (s *SharedIndexInformer) SetTransform(handler toolscache.TransformFunc) err
 	return nil
 }
 
-// SetWatchErrorHandler sets the handler for list/watch errors (it receives a
-// stand-in *toolscache.Reflector named after the informer); an error after start.
+// SetWatchErrorHandler sets the list/watch error handler (its Reflector is a
+// stand-in named after the informer); an error after start.
 func (s *SharedIndexInformer) SetWatchErrorHandler(handler toolscache.WatchErrorHandler) error {
 	return s.SetWatchErrorHandlerWithContext(func(_ context.Context, r *toolscache.Reflector, err error) {
 		handler(r, err)
@@ -329,9 +323,8 @@ func (s *SharedIndexInformer) Run(stopCh <-chan struct{}) {
 }
 
 // RunWithContext lists, watches and delivers until ctx ends, then stops the
-// handlers (their pending notifications are dropped) and returns once no
-// handler call is running, as client-go's does: a handler that never returns
-// keeps it from returning. It may run only once; later calls return at once.
+// handlers (dropping what is pending) and, as client-go's, returns once no
+// handler call runs. It runs once; later calls return at once.
 func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	s.mu.Lock()
 	if s.started {
@@ -450,10 +443,9 @@ func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(
 	return s.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{ResyncPeriod: &resyncPeriod})
 }
 
-// AddEventHandlerWithOptions adds a handler and returns its
-// *HandlerRegistration (options.ResyncPeriod nil: Options.ResyncPeriod). A
-// handler added after start first receives the store as OnAdd(obj, true),
-// then live events. It returns an error if the informer has stopped.
+// AddEventHandlerWithOptions adds a handler (nil options.ResyncPeriod:
+// Options.ResyncPeriod) and returns its *HandlerRegistration; added after
+// start, it first gets the store as OnAdd(obj, true). An error once stopped.
 func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 	handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions,
 ) (toolscache.ResourceEventHandlerRegistration, error) {
@@ -499,10 +491,9 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 	return reg, nil
 }
 
-// RemoveEventHandler stops delivery to the registration's handler and its
-// goroutine (a call in progress finishes; use the registration's Stopped
-// channel to wait for it). Idempotent; an error if handle does not come from
-// this informer.
+// RemoveEventHandler stops delivery to the registration's handler (a call in
+// progress finishes; its Stopped channel tells when). Idempotent; an error if
+// handle is not this informer's.
 func (s *SharedIndexInformer) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
 	reg, ok := handle.(*HandlerRegistration)
 	if !ok || reg == nil || reg.informer != s {

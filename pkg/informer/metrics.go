@@ -772,10 +772,9 @@ func (s *SharedIndexInformer) MetricLabels() MetricLabels {
 	return metricLabelsFor(s.opts.MetricLabels, s.example)
 }
 
-// LastActivity returns when the informer last heard from the server: a watch
-// event or bookmark, a watch opened, or a list installed; its start time
-// before any; the zero time before Run. It is what
-// deltacache_informer_last_event_age_seconds and stall checks measure.
+// LastActivity returns when the informer last heard from the server (watch
+// event or bookmark, watch opened, list installed; else its start; zero
+// before Run), as deltacache_informer_last_event_age_seconds measures.
 func (s *SharedIndexInformer) LastActivity() time.Time {
 	im := s.obs.Load()
 	if im == nil {

@@ -117,18 +117,13 @@ type reflectorOptions struct {
 	snapshot *snapshotSource
 }
 
-// ListSummary describe the Reflector's last successful list.
+// ListSummary describes the Reflector's last successful list.
 type ListSummary struct {
-	// Pages is the number of LIST requests that made up the list.
-	Pages int
-	// Objects is the number of listed objects.
-	Objects int
-	// ResourceVersion of the list.
-	ResourceVersion string
-	// Duration of the list, from the first request to the Replace.
-	Duration time.Duration
-	// WatchList is true when the list was streamed (Pages is then 0).
-	WatchList bool
+	Pages           int           // LIST requests made (0 if streamed)
+	Objects         int           // objects listed
+	ResourceVersion string        // of the list
+	Duration        time.Duration // from the first request to the Replace
+	WatchList       bool          // the list was streamed (WatchList)
 }
 
 // reflector keeps a ReflectorStore in step with the server: ListAndWatch
