@@ -212,7 +212,7 @@ func (ix *Indexer) GetByKey(key string) (item any, exists bool, err error) {
 // Replace makes list the store's entire content, rebuilds every index,
 // publishes it at once and records resourceVersion as the store's RV
 // (unconditionally: a Replace is the state at that RV). Errors: a KeyError
-// per object without a key (skipped), and failing index functions'.
+// per object without a key (skipped), and those of failing index functions.
 func (ix *Indexer) Replace(list []any, resourceVersion string) error {
 	funcs := ix.table.Load().funcs
 	next, errs := ix.build(list, funcs, resourceVersion)

@@ -48,13 +48,14 @@ type IndexValue struct {
 
 // Select returns the candidates of from that sel keeps, in List's or
 // ByIndex's order, at most sel.Limit if positive: with compact storage each
-// a new object the caller owns, else the stored pointers. Index values and
-// labels (with a LabelReader codec) are checked on the stored record, so it
-// decodes only what it returns. Objects failing to decode are left out (as
-// in List). Errors: an unknown index in from or sel.Filed, an object without
-// metadata when sel.Labels is set. It takes no lock; each record is as of
-// some instant of the call. (client-go has no equivalent; controller-runtime
-// filters after ByIndex/List.)
+// a new object the caller owns, else the stored pointers. Index values, and
+// labels when the codec is a LabelReader, are checked on the stored record,
+// so it decodes only what it returns (and records whose labels it cannot
+// read). Objects failing to decode are left out (as in List). Errors: an
+// unknown index in from or sel.Filed, an object without metadata when
+// sel.Labels is set. It takes no lock; each record is as of some instant of
+// the call. (client-go has no equivalent; controller-runtime filters after
+// ByIndex/List.)
 func (ix *Indexer) Select(from Candidates, sel Selection) ([]any, error) {
 	t := ix.table.Load()
 	s := &selectState{ix: ix, limit: sel.Limit}
