@@ -50,7 +50,7 @@ func delOf(rv string, uid types.UID) notification {
 	return notification{kind: noteDelete, newObj: p}
 }
 
-// TestHandlerQueueCoalescingRule pins the rule documented in doc.go.
+// TestHandlerQueueCoalescingRule pins the rule documented on mergeNotification.
 func TestHandlerQueueCoalescingRule(t *testing.T) {
 	cases := []struct {
 		name string
