@@ -187,7 +187,7 @@ type Config struct {
 	SnapshotDir string
 	// SnapshotInterval is how often a synced informer writes its snapshot while the
 	// cache runs (one more write is made when the cache stops).
-	// Zero value: informer.DefaultSnapshotInterval (5 minutes).
+	// Zero value: 5 minutes.
 	SnapshotInterval time.Duration
 	// SnapshotSecrets writes Secrets (core/v1) to snapshots too.
 	// Zero value (false): Secrets are never written to disk; they start cold.
@@ -210,7 +210,7 @@ type Config struct {
 	// then watches again from its last resourceVersion. A watch is authorised when it
 	// is opened, so this also bounds how long a revoked permission goes unnoticed on a
 	// kind that keeps streaming.
-	// Zero value: informer.DefaultMinWatchTimeout (5 minutes, client-go's).
+	// Zero value: 5 minutes (client-go's).
 	MinWatchTimeout time.Duration
 
 	// WatchStallTimeout: an open watch that delivers nothing (no event, no bookmark)
@@ -219,8 +219,7 @@ type Config struct {
 	// deltacache_informer_errors_total{op="watch",reason="WatchStalled"}: a proxy or
 	// load balancer that keeps the connection but forwards nothing is noticed then,
 	// not at the watch's own timeout plus a minute (up to 11 minutes).
-	// Zero value: informer.DefaultWatchStallTimeout (2 minutes, two of
-	// kube-apiserver's bookmark intervals); negative: off.
+	// Zero value: 2 minutes (two of kube-apiserver's bookmark intervals); negative: off.
 	WatchStallTimeout time.Duration
 }
 
@@ -477,8 +476,8 @@ type Sharding struct {
 // namespace. A change of the served slots applies at once. Objects of namespaces this
 // replica does not own are never held (the client-side filter drops them when the
 // server does not honour the selector). A selector longer than the server accepts
-// (informer.MaxShardSelectorLength: about 1,170 namespaces owned by one replica) is
-// sent coarsened, the client filtering the rest (see informer.ShardSelector.ForServer).
+// (100,000 characters: about 1,170 namespaces owned by one replica) is
+// sent coarsened by the informer, the client filtering the rest.
 //
 // Reads: List of a sharded kind returns this replica's share. Get of a key that is not
 // in the store returns NotFound (apierrors.IsNotFound; client.IgnoreNotFound takes it)

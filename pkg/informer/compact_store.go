@@ -209,12 +209,11 @@ func isDecodeError(err error) bool {
 	return ok
 }
 
-// GetInto decodes the object stored under key straight into dst, a pointer to
-// a value of the stored Go type (zeroed first), when compact storage holds it encoded
-// and the codec is a DecoderInto: one allocation and one copy fewer than
-// GetByKey. done is false (dst untouched) when the object is absent, held
-// decoded, or the codec cannot decode into dst; the caller then reads with
-// GetByKey. exists reports whether key is stored; err a decode error.
+// GetInto decodes the object stored under key into dst, a pointer to a
+// value of the stored Go type (zeroed first), if compact storage holds it
+// encoded and the codec is a DecoderInto: an allocation and a copy fewer
+// than GetByKey. done is false (dst untouched) otherwise: read with GetByKey.
+// exists reports whether key is stored; err a decode error.
 func (ix *Indexer) GetInto(key string, dst any) (exists, done bool, err error) {
 	into, ok := ix.codec.(DecoderInto)
 	if !ok {

@@ -15,13 +15,12 @@ import (
 )
 
 // ConsistencyCheck compares, at a low rate, an informer's store with the
-// server and heals the drift it finds with a relist: a safety net for watch
-// streams that lose events without breaking. The zero value is off. Each
-// check lists the informer's scope (of a sharded informer: its shard) as
-// metadata with RV "", in pages of PageSize, compares uid and resourceVersion
-// per key with the store, counts and logs the missing, extra and stale
-// objects the RVs prove (DriftReport) and relists. What a check decides and
-// costs: docs/architecture.md (section 9) and docs/consistency-check.md.
+// server and heals drift with a relist: a safety net for watches that lose
+// events without breaking. The zero value is off. Each check lists the
+// informer's scope (its shard, if sharded) as metadata with RV "", compares
+// uid and resourceVersion per key, reports the missing, extra and stale
+// objects the RVs prove (DriftReport, logged) and relists. Decisions and
+// costs: docs/architecture.md section 9, docs/consistency-check.md.
 type ConsistencyCheck struct {
 	// Interval between checks (each waits a random 0–10% more); 0 = off.
 	Interval time.Duration
@@ -32,7 +31,7 @@ type ConsistencyCheck struct {
 	// Get reads one object's metadata, to confirm a missing one; nil = not
 	// confirmed.
 	Get func(ctx context.Context, namespace, name string) (*metav1.PartialObjectMetadata, error)
-	// PageSize of the LIST; 0 = DefaultPageSize.
+	// PageSize of the LIST; 0 = 500.
 	PageSize int64
 	// Settle bounds the wait for the store to reach the list's RV; 0 =
 	// Interval/2, at most 30 s.
@@ -58,13 +57,10 @@ const (
 
 // DriftReport is the outcome of one consistency check.
 type DriftReport struct {
-	// Missing, Extra and Stale are the keys that drifted, sorted.
-	Missing, Extra, Stale []string
-	// ResourceVersion of the server's list, and its Objects.
-	ResourceVersion string
-	Objects         int
-	// Requests sent: LIST pages and Gets.
-	Requests int
+	Missing, Extra, Stale []string // the keys that drifted, sorted
+	ResourceVersion       string   // of the server's list
+	Objects               int      // in the server's list
+	Requests              int      // sent: LIST pages and Gets
 	// Skipped says why the check compared nothing (the informer's shard was
 	// changing, or is empty); "" for a check that compared.
 	Skipped string
@@ -245,7 +241,7 @@ func (s *SharedIndexInformer) listMetadata(
 ) (map[string]serverMeta, string, int, error) {
 	limit := cc.PageSize
 	if limit <= 0 {
-		limit = DefaultPageSize
+		limit = defaultPageSize
 	}
 	shardSelector, _ := sel.wire()
 	out := make(map[string]serverMeta)

@@ -1,20 +1,32 @@
-// Package informer is deltacache's own implementation of the client-go
-// informer machinery (Reflector → DeltaFIFO → Indexer → SharedIndexInformer),
-// with compact storage on the way. It is for a client-go-style user: build a
-// SharedIndexInformer with NewSharedIndexInformer (or NewInformer, the
-// signature of controller-runtime's NewInformer hook) from a ListWatch
-// (toolscache.ListWatch, or this package's NewListWatch, NewDynamicListWatch,
-// NewMetadataListWatch), add handlers, Run it, and read its Indexer. It plugs
-// into controller-runtime through client-go's interfaces
-// (toolscache.SharedIndexInformer, Store, Indexer, ResourceEventHandler...) but
-// knows nothing of it; package pkg/cache builds a controller-runtime cache on
-// top. The storage codecs are in package codec.
+// Package informer is deltacache's own client-go informer machinery
+// (Reflector → DeltaFIFO → Indexer → SharedIndexInformer), with compact
+// storage on the way. A client-go-style user builds a SharedIndexInformer
+// with NewSharedIndexInformer (or NewInformer, the signature of
+// controller-runtime's NewInformer hook) from a ListWatch
+// (toolscache.ListWatch, or NewListWatch, NewRESTListWatch,
+// NewDynamicListWatch, NewMetadataListWatch), adds handlers, runs it and
+// reads its Indexer. It implements client-go's interfaces
+// (toolscache.SharedIndexInformer, Store, Indexer...) and knows nothing of
+// controller-runtime; pkg/cache builds a controller-runtime cache on top.
+// The storage codecs are in package codec. The design of record (data path,
+// vocabulary, invariants and their tests): docs/architecture.md.
 //
-// The design of record, in the repository: docs/architecture.md (the data path
-// stage by stage, what a user can rely on, the vocabulary, the invariants and
-// the tests that pin them).
+// What a user must know (the rest: docs/architecture.md, section 9):
 //
-// Files, in data-path order:
+//   - Semantics are client-go's (v0.37): the store is updated before
+//     handlers are notified, the transform runs once per received object,
+//     a registration syncs once its handler processed the initial list.
+//   - Queues are bounded by distinct keys, not events; each handler has its
+//     own goroutine, and its panics are contained (CrashOnHandlerPanic).
+//   - Reads take no lock; a relist is published whole; every list is a
+//     consistent read; unchanged relisted objects go only to handlers due
+//     for resync (with resync 0, to none; client-go sends them to all).
+//   - Every list/watch error is a *ListWatchError (LastError).
+//   - With Options.StorageCodec every read decodes an object of its own.
+package informer
+
+// The files, in data-path order (a map for readers of the code, kept out of
+// the package doc):
 //
 //	listwatch.go              ListerWatcher adapters (typed REST, dynamic, metadata-only)
 //	gvk_watch.go              a metadata watch that sets the GVK on every event
@@ -57,17 +69,3 @@
 //	doc.go                    this overview
 //
 // Tests use the scriptable fake ListerWatcher of package informertest.
-//
-// What a user must know (the rest: docs/architecture.md, section 9):
-//
-//   - Semantics are client-go's (v0.37): the store is updated before
-//     handlers are notified, the transform runs once per received object,
-//     a registration syncs once its handler processed the initial list.
-//   - Queues are bounded by distinct keys, not events; each handler has its
-//     own goroutine, and its panics are contained (CrashOnHandlerPanic).
-//   - Reads take no lock; a relist is published whole; every list is a
-//     consistent read; unchanged relisted objects go only to handlers due
-//     for resync (with resync 0, to none; client-go sends them to all).
-//   - Every list/watch error is a *ListWatchError (LastError).
-//   - With Options.StorageCodec every read decodes an object of its own.
-package informer

@@ -343,7 +343,7 @@ func TestEnvtestDynamicAdapterStreamsInitialList(t *testing.T) {
 func TestEnvtestWithoutBookmarksListsInsteadOfStreaming(t *testing.T) {
 	lw, s, want := runDynamicConfigMaps(t, "informer-nobookmarks", 10, false)
 	lists, watches := lw.requests()
-	if len(lists) != 1 || lists[0].ResourceVersion != "" || lists[0].Limit != informer.DefaultPageSize {
+	if len(lists) != 1 || lists[0].ResourceVersion != "" || lists[0].Limit != 500 {
 		t.Fatalf("lists = %v, want one paginated consistent LIST", lists)
 	}
 	for _, o := range watches {

@@ -13,29 +13,23 @@ import (
 )
 
 // Reasons a list or watch failed, as classified in ListWatchError.Reason.
+// After Expired and TooLargeResourceVersion the Reflector relists with a
+// consistent read; after WatchListTimeout it lists with LIST.
 const (
-	// ReasonForbidden: the server refused (403); usually missing RBAC.
-	ReasonForbidden = "Forbidden"
-	// ReasonUnauthorized: the credentials were rejected (401).
-	ReasonUnauthorized = "Unauthorized"
-	// ReasonNotFound: the resource does not exist on the server (404).
-	ReasonNotFound = "NotFound"
-	// ReasonExpired: the requested resourceVersion or continue token is too
-	// old (410 Gone / Expired); the Reflector relists with a consistent read.
-	ReasonExpired = "Expired"
-	// ReasonTooLargeResourceVersion: the server has not reached the requested
-	// resourceVersion yet; the Reflector relists with a consistent read.
-	ReasonTooLargeResourceVersion = "TooLargeResourceVersion"
-	// ReasonTooManyRequests: the server throttled the request (429).
-	ReasonTooManyRequests = "TooManyRequests"
-	// ReasonTransport: no API status (connection, TLS, DNS, HTTP timeouts).
-	ReasonTransport = "Transport"
-	// ReasonServerError: any other API status (500, 503, invalid, ...).
-	ReasonServerError = "ServerError"
-	// ReasonStaleList: a relist older than the applied RV; not installed.
-	ReasonStaleList = "StaleList"
-	// ReasonWatchStalled: an open watch was silent past its stall timeout.
-	ReasonWatchStalled = "WatchStalled"
+	ReasonForbidden               = "Forbidden"               // 403; usually missing RBAC
+	ReasonUnauthorized            = "Unauthorized"            // 401: credentials rejected
+	ReasonNotFound                = "NotFound"                // 404: no such resource on the server
+	ReasonExpired                 = "Expired"                 // 410: resourceVersion or continue token too old
+	ReasonTooLargeResourceVersion = "TooLargeResourceVersion" // the server has not reached the RV yet
+	ReasonTooManyRequests         = "TooManyRequests"         // 429: throttled
+	ReasonTransport               = "Transport"               // no API status: connection, TLS, DNS, HTTP timeouts
+	ReasonServerError             = "ServerError"             // any other API status (500, 503, invalid...)
+	ReasonStaleList               = "StaleList"               // a relist older than the applied RV; not installed
+	ReasonWatchStalled            = "WatchStalled"            // an open watch silent past WatchStallTimeout
+	// ReasonWatchListTimeout: a WatchList stream fell silent for the
+	// WatchListTimeout, did not end its initial events within three of them,
+	// or sent a live event before its end bookmark.
+	ReasonWatchListTimeout = "WatchListTimeout"
 )
 
 // ListWatchError is every error the Reflector reports (to the
@@ -43,14 +37,10 @@ const (
 // error, so apierrors.IsForbidden, apierrors.IsNotFound,
 // apierrors.IsResourceExpired and errors.Is/As keep working on it.
 type ListWatchError struct {
-	// Name of the informer or reflector.
-	Name string
-	// Op is "list", "watchlist" or "watch".
-	Op string
-	// Reason is one of the Reason* constants.
-	Reason string
-	// Err is the original error.
-	Err error
+	Name   string // of the informer or reflector
+	Op     string // "list", "watchlist" or "watch"
+	Reason string // one of the Reason* constants
+	Err    error  // the original error
 }
 
 func (e *ListWatchError) Error() string {

@@ -39,20 +39,14 @@ type pendingKey struct {
 	buf [2]notification
 }
 
-// HandlerRegistration is the handle AddEventHandler returns. It implements
-// toolscache.ResourceEventHandlerRegistration.
-//
-// Each registration has its own goroutine and its own queue. Notifications
-// are delivered one at a time, in order per key. The queue holds one entry
-// per key: notifications that wait for a slow handler are coalesced (see
-// mergeNotification) into the key's sequence of lives, each shortened to its
-// newest state, but never merged away: every object the handler could have
-// been told about reaches it, and so does its Delete (an object created and
-// deleted while the handler was behind is delivered as Add, then Delete, as
-// client-go delivers it). A stuck handler therefore costs memory proportional
-// to the number of distinct keys plus two notifications per re-creation
-// (delete and create again under the same key) while it is stuck, not per
-// update; it never blocks the informer or other handlers.
+// HandlerRegistration is the toolscache.ResourceEventHandlerRegistration
+// AddEventHandler returns. Its handler has its own goroutine and a queue of
+// one entry per key; calls come one at a time, in order per key. Updates that
+// wait for a slow handler are merged into the newest state, but every object
+// it could have been told of reaches it, and so does its Delete (created and
+// deleted meanwhile: Add, then Delete, as in client-go). A stuck handler costs
+// memory per distinct key (plus two notifications per re-creation), never
+// blocks the informer or other handlers.
 type HandlerRegistration struct {
 	informer *SharedIndexInformer
 	handler  toolscache.ResourceEventHandler
@@ -67,7 +61,10 @@ type HandlerRegistration struct {
 	// nextResync is guarded by the informer's deliverMu.
 	nextResync time.Time
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// pending holds one entry per key: its notifications coalesced into the
+	// key's sequence of lives, each shortened to its newest state, never
+	// merged away (see mergeNotification).
 	pending map[string]*pendingKey
 	order   []string
 	// highWater is the most keys pending at once since pending was last
@@ -91,8 +88,7 @@ type HandlerRegistration struct {
 	synced        chan struct{}
 	syncedClosed  bool
 
-	panics    atomic.Uint64
-	delivered atomic.Uint64
+	panics atomic.Uint64
 	// metrics are this handler's series; only the delivery goroutine uses them.
 	metrics handlerMetrics
 }
@@ -142,22 +138,16 @@ func (r *HandlerRegistration) Name() string { return r.name }
 // deltacache_handler_* series.
 func (r *HandlerRegistration) MetricLabel() string { return r.label }
 
-// ResyncPeriod is the period this handler receives resync updates with; 0
-// means never.
-func (r *HandlerRegistration) ResyncPeriod() time.Duration { return r.resyncPeriod }
-
-// Pending returns the number of keys with notifications waiting for delivery.
-func (r *HandlerRegistration) Pending() int {
+// pendingCount returns the number of keys with notifications waiting for
+// delivery.
+func (r *HandlerRegistration) pendingCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.order)
 }
 
-// Panics returns how many handler calls panicked (and were recovered).
-func (r *HandlerRegistration) Panics() uint64 { return r.panics.Load() }
-
-// Delivered returns how many notifications were delivered to the handler.
-func (r *HandlerRegistration) Delivered() uint64 { return r.delivered.Load() }
+// panicCount returns how many handler calls panicked (and were recovered).
+func (r *HandlerRegistration) panicCount() uint64 { return r.panics.Load() }
 
 // Stopped returns a channel that is closed once the registration's
 // goroutine has exited (after RemoveEventHandler or the informer's end, and
@@ -421,7 +411,6 @@ func (r *HandlerRegistration) deliver(key string, n notification) {
 				"handler", r.name, "key", key, "panics", r.panics.Load())
 		}
 	}()
-	r.delivered.Add(1)
 	switch n.kind {
 	case noteAdd:
 		r.handler.OnAdd(resolveObject(n.newObj), n.initial)

@@ -50,7 +50,7 @@ func delOf(rv string, uid types.UID) notification {
 	return notification{kind: noteDelete, newObj: p}
 }
 
-// TestHandlerQueueCoalescingRule pins the rule documented in doc.go.
+// TestHandlerQueueCoalescingRule pins the rule documented on mergeNotification.
 func TestHandlerQueueCoalescingRule(t *testing.T) {
 	cases := []struct {
 		name string
@@ -274,7 +274,7 @@ func TestStoppedRegistrationDropsNotifications(t *testing.T) {
 	reg.stop()
 	waitClosed(t, reg.Stopped(), 5*time.Second, "goroutine exit")
 	reg.enqueue("a/x", add("1", false))
-	if reg.Pending() != 0 || rec.count() != 0 {
+	if reg.pendingCount() != 0 || rec.count() != 0 {
 		t.Fatal("stopped registration accepted work")
 	}
 }

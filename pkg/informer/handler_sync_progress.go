@@ -13,15 +13,12 @@ import (
 type InitialProgress struct {
 	// Label is the registration's metric label (MetricLabel), Name its Name.
 	Label, Name string
-	// Delivered is how many initial objects the handler has been handed and
-	// returned from (an add merged with a later change of its key counts once
-	// that change is delivered).
+	// Delivered is how many initial objects the handler has returned from (an
+	// add merged with a later change of its key counts once that is delivered).
 	Delivered int
-	// Total is how many initial objects were queued for the handler; final once
-	// InformerSynced.
+	// Total initial objects queued for the handler; final once InformerSynced.
 	Total int
-	// Elapsed is the time from the first initial object's queueing to the
-	// registration's sync (to now before it).
+	// Elapsed from the first initial object's queueing to the sync (or now).
 	Elapsed time.Duration
 	// InformerSynced: the informer's initial list is in its store.
 	InformerSynced bool
@@ -40,7 +37,7 @@ func (p InitialProgress) Rate() float64 {
 
 // InitialProgress returns the registration's progress through its initial
 // objects.
-func (r *HandlerRegistration) InitialProgress() InitialProgress {
+func (r *HandlerRegistration) initialProgress() InitialProgress {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := InitialProgress{
@@ -58,16 +55,15 @@ func (r *HandlerRegistration) InitialProgress() InitialProgress {
 	return p
 }
 
-// HandlersNotSynced returns the progress of the informer's registrations that
-// have not synced (HasSynced false), in the order they were added; nil when
-// every one has. Before the informer has synced that is every registration.
+// HandlersNotSynced returns the progress of the registrations not synced yet
+// (all of them before the informer syncs), in the order added; nil if none.
 func (s *SharedIndexInformer) HandlersNotSynced() []InitialProgress {
 	s.mu.Lock()
 	handlers := append([]*HandlerRegistration(nil), s.handlers...)
 	s.mu.Unlock()
 	var out []InitialProgress
 	for _, h := range handlers {
-		if p := h.InitialProgress(); !p.Synced {
+		if p := h.initialProgress(); !p.Synced {
 			out = append(out, p)
 		}
 	}
@@ -93,7 +89,7 @@ func (s *SharedIndexInformer) wakeSyncProgress() {
 func (s *SharedIndexInformer) syncProgressLoop(ctx context.Context) {
 	interval := s.opts.ListProgressInterval
 	if interval == 0 {
-		interval = DefaultListProgressInterval
+		interval = defaultListProgressInterval
 	}
 	if interval < 0 {
 		return
@@ -161,7 +157,7 @@ func (s *SharedIndexInformer) logger() logr.Logger {
 
 // logInitialProgress logs the registration's InitialProgress.
 func (r *HandlerRegistration) logInitialProgress() {
-	p := r.InitialProgress()
+	p := r.initialProgress()
 	if p.Synced {
 		return
 	}
@@ -171,5 +167,5 @@ func (r *HandlerRegistration) logInitialProgress() {
 	}
 	log.Info("event handler not synced yet: initial objects delivered so far",
 		"registration", r.name, "handler", p.Label, "delivered", p.Delivered, "total", p.Total,
-		"objectsPerSecond", p.Rate(), "seconds", p.Elapsed.Seconds(), "pendingKeys", r.Pending())
+		"objectsPerSecond", p.Rate(), "seconds", p.Elapsed.Seconds(), "pendingKeys", r.pendingCount())
 }

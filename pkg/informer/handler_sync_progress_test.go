@@ -49,7 +49,7 @@ func TestSlowHandlerAtStartIsNamedWithItsProgressAndRate(t *testing.T) {
 	}
 	// The registrations hear of the informer's sync just after it.
 	eventually(t, 5*time.Second, "the registration told of the informer's sync", func() bool {
-		return reg.InitialProgress().InformerSynced
+		return reg.initialProgress().InformerSynced
 	})
 	behind := s.HandlersNotSynced()
 	if len(behind) != 1 || behind[0].Label != "informer.sleepyHandler" || behind[0].Total != 300 ||
@@ -60,7 +60,7 @@ func TestSlowHandlerAtStartIsNamedWithItsProgressAndRate(t *testing.T) {
 	if behind := s.HandlersNotSynced(); len(behind) != 0 {
 		t.Errorf("HandlersNotSynced() after the sync = %+v, want none", behind)
 	}
-	p := reg.InitialProgress()
+	p := reg.initialProgress()
 	if !p.Synced || p.Delivered != 300 || p.Total != 300 || p.Elapsed != 6*time.Second || p.Rate() != 50 {
 		t.Errorf("InitialProgress() after the sync = %+v (rate %v), want 300 of 300 in 6s, 50/s", p, p.Rate())
 	}

@@ -14,19 +14,14 @@ import (
 
 var _ toolscache.Indexer = (*Indexer)(nil)
 
-// Indexer is a thread-safe key → object store with indexes. It implements
-// toolscache.Indexer of client-go v0.37 and is the store behind every
-// SharedIndexInformer.
-//
-// Inside an informer the pop loop is the only writer; everybody else should
-// only read (Get, GetByKey, List, ListKeys, ByIndex, Index, IndexKeys,
-// ListIndexFuncValues). Without a Codec, objects are returned as the pointers
-// that were added: callers must not mutate them. Returned slices are fresh.
-// Reads take no lock and never block the writer. A read sees every write
-// that returned before it started; a List or ByIndex racing with writes may
-// reflect some and not others, never a torn object; an informer's relist is
-// seen whole or not at all. An index function that fails leaves the object
-// unfiled in that index (client-go panics). How: docs/architecture.md.
+// Indexer is a thread-safe key → object store with indexes, client-go
+// v0.37's toolscache.Indexer, the store of every SharedIndexInformer (whose
+// pop loop is then the only writer: others only read). Without a Codec, reads
+// return the pointers added: do not mutate them. Returned slices are fresh.
+// Reads take no lock, never block the writer and see every write that
+// returned before they started; a List racing with writes may see some,
+// never a torn object, and a relist whole or not at all. A failing index
+// function leaves the object unfiled in that index (client-go panics).
 type Indexer struct {
 	keyFunc toolscache.KeyFunc
 	// codec, when set, holds objects encoded (see IndexerOptions.Codec).
@@ -74,16 +69,14 @@ func NewIndexer(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers) *Index
 // IndexerOptions configure an Indexer. The zero value stores objects as the
 // pointers given, as client-go's store does.
 type IndexerOptions struct {
-	// Codec turns on compact storage: every object written is encoded and
-	// only the bytes are kept; every read decodes them, so each read returns
-	// a new object the caller owns. An object the codec cannot encode is
-	// kept decoded and deep-copied on read.
+	// Codec turns on compact storage: objects are held encoded and every read
+	// decodes a new object the caller owns. An object the codec cannot encode
+	// is kept decoded and deep-copied on read.
 	Codec StorageCodec
-	// OnCodecError is called with the key and the error when an object
-	// cannot be encoded (by the writer, then the object is kept decoded) or
-	// decoded (by a reader, then the read omits it: Get reports the error,
-	// List and ByIndex leave the object out). It must be cheap and safe
-	// for concurrent use; nil = ignore.
+	// OnCodecError gets the key and error of a failed encode (by the writer:
+	// the object is kept decoded) or decode (by a reader: Get returns the
+	// error, List and ByIndex omit the object); cheap and safe for concurrent
+	// use. nil = ignore.
 	OnCodecError func(key string, err error)
 }
 
@@ -206,9 +199,8 @@ func (ix *Indexer) Get(obj any) (item any, exists bool, err error) {
 	return ix.GetByKey(key)
 }
 
-// GetByKey returns the object stored under key. The error is nil unless
-// compact storage is on and the stored bytes cannot be decoded (then exists
-// is true and item nil).
+// GetByKey returns the object stored under key; err is a decode error of
+// compact storage (exists true, item nil).
 func (ix *Indexer) GetByKey(key string) (item any, exists bool, err error) {
 	if r := ix.table.Load().get(key); r != nil {
 		obj, err := ix.read(key, r)
@@ -217,13 +209,10 @@ func (ix *Indexer) GetByKey(key string) (item any, exists bool, err error) {
 	return nil, false, nil
 }
 
-// Replace makes list the store's entire content, rebuilds every index and
-// records resourceVersion as the store's RV (unconditionally: a Replace is the
-// authoritative state at that RV). The new content is built before the
-// writer mutex is taken (again under it only if AddIndexers ran meanwhile)
-// and published at once. It returns a KeyError for every object whose key
-// cannot be computed (that object is skipped) and errors of failing index
-// functions.
+// Replace makes list the store's entire content, rebuilds every index,
+// publishes it at once and records resourceVersion as the store's RV
+// (unconditionally: a Replace is the state at that RV). Errors: a KeyError
+// per object without a key (skipped), and those of failing index functions.
 func (ix *Indexer) Replace(list []any, resourceVersion string) error {
 	funcs := ix.table.Load().funcs
 	next, errs := ix.build(list, funcs, resourceVersion)
@@ -276,14 +265,13 @@ func (t *segmentTable) indexAll() {
 	t.indices.Store(set)
 }
 
-// Resync is a no-op: the store has nothing to resync. It exists to satisfy
-// toolscache.Store.
+// Resync is a no-op (toolscache.Store).
 func (ix *Indexer) Resync() error { return nil }
 
 // LastStoreSyncResourceVersion returns the newest resourceVersion the store
-// content is known to reflect: the RV of the last Replace, Bookmark, or
-// Add/Update/Delete whose object carried a newer RV. "" before any.
-// (client-go returns "" unless its AtomicFIFO gate is on; ours always tracks.)
+// is known to reflect: of the last Replace or Bookmark, or of an
+// Add/Update/Delete carrying a newer RV; "" before any. (client-go returns ""
+// unless its AtomicFIFO gate is on.)
 func (ix *Indexer) LastStoreSyncResourceVersion() string { return *ix.table.Load().rv.Load() }
 
 // Index returns the stored objects that share at least one value of the
@@ -426,12 +414,10 @@ func indexersOf(f *indexFuncs) toolscache.Indexers {
 	return out
 }
 
-// AddIndexers adds indexes and files every stored object in them. It may be
-// called at any time, also while an informer writes to the store; readers
-// see the new indexes, fully back-filled, from one instant on. A name that
-// already exists (or appears twice) is an error and nothing is added. Errors
-// of index functions on existing objects are returned after the indexes were
-// added (those objects are not filed).
+// AddIndexers adds indexes and files every stored object in them, at any
+// time (readers see them complete from one instant on). A name that exists
+// or repeats is an error and nothing is added; errors of index functions on
+// stored objects come after the indexes were added (those objects unfiled).
 func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	if len(newIndexers) == 0 {
 		return nil

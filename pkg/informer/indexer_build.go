@@ -25,7 +25,7 @@ import (
 //     and AddIndexers mark it reset).
 //  2. Without any lock: build a private table of t0's records with the new
 //     index functions (for BuildIndex: the new index's values, decoding
-//     compact records with BuildIndexOptions.ObjectOf), its segments and its
+//     compact records with BuildIndexOptions.objectOf), its segments and its
 //     indexes. Then catch-up rounds: take the keys noted so far (a moment
 //     under the writer mutex) and redo them from the current table, until
 //     few are left.
@@ -37,30 +37,26 @@ import (
 // index functions: the rebuild starts again from step 1 (at most
 // maxRebuildAttempts times). Rebuilds of one Indexer run one at a time.
 
-// BuildIndexOptions configure Indexer.BuildIndex. The zero value decodes
+// BuildIndexOptions configure Indexer.BuildIndex; the zero value decodes
 // compact records in full and files every value.
 type BuildIndexOptions struct {
-	// ObjectOf returns the object the index function runs on for a record
+	// Observe gets the new index's values of each stored object as the
+	// build computes them (from one goroutine; not for the objects the
+	// catch-up redoes); an error abandons the build (BuildIndex returns it,
+	// the store unchanged), e.g. for values unique per object.
+	Observe func(values []string) error
+	// LabelsOnly: fn reads only an object's namespace, name and labels, so
+	// with a LabelReader codec each compact record is given to fn as a
+	// *metav1.PartialObjectMetadata of those three, without a decode.
+	LabelsOnly bool
+	// objectOf returns the object the index function runs on for a record
 	// held encoded, stored under key, during the build (the writer computes
 	// the values of later writes from the objects it receives, as for every
-	// index). A caller whose index function reads little (say, the labels)
-	// can pass a reader cheaper than a full decode; the function must be
-	// safe for concurrent use. An error leaves the object unfiled and is
-	// returned by BuildIndex. Zero value: the Indexer's codec decodes.
-	ObjectOf func(key string, data []byte) (any, error)
-	// Observe is called with the new index's values of every stored object
-	// as the build computes them (from one goroutine, not for the objects
-	// the catch-up redoes); an error abandons the build, which BuildIndex
-	// returns and the store is left as it was. A caller uses it to give up
-	// on an index that would not pay (values unique per object). Zero
-	// value: never abandon.
-	Observe func(values []string) error
-	// LabelsOnly says that fn reads only an object's namespace, name and
-	// labels: when ObjectOf is nil and the codec reads labels from the
-	// encoding (LabelReader), each compact record is given to fn as a
-	// *metav1.PartialObjectMetadata holding those three (strings copied out
-	// of the stored bytes), without decoding the object.
-	LabelsOnly bool
+	// index): a reader cheaper than a full decode, safe for concurrent use
+	// (the tests gate builds with it). An error leaves the object unfiled
+	// and is returned by BuildIndex. nil: the Indexer's codec decodes (or
+	// reads labels, see LabelsOnly).
+	objectOf func(key string, data []byte) (any, error)
 }
 
 // maxRebuildAttempts is how often a rebuild starts again after a Replace or
@@ -108,20 +104,15 @@ type tableChange struct {
 }
 
 // BuildIndex adds the index name, computed by fn, and files every stored
-// object in it without blocking the store's writer (an informer's pop loop)
-// for longer than a catch-up of the writes made during the build (see the
-// comment at the top of this file); readers never block. Readers see the
-// index, complete, from one instant on; before that ByIndex(name, ...) is
-// an error, as for any unknown index. The index then behaves exactly as one
-// given to NewIndexer or AddIndexers.
-//
-// It returns an error, and leaves the store as it was, when name exists,
-// ctx ends, opts.Observe abandons the build, or the store was replaced
-// (Replace, AddIndexers) during maxRebuildAttempts builds in a row. Errors
-// of fn or of opts.ObjectOf on stored objects are returned after the index
-// was added (those objects are not filed), as AddIndexers does.
+// object in it; readers never block, the writer only for a catch-up of the
+// writes made meanwhile. Readers see the complete index from one instant on
+// (ByIndex errors before), and it then behaves as one given to AddIndexers.
+// It returns an error, the store unchanged, when name exists, ctx ends,
+// opts.Observe abandons, or the store was replaced (Replace, AddIndexers)
+// during 3 builds in a row; errors of fn on stored objects come after the
+// index was added (those objects unfiled), as in AddIndexers.
 func (ix *Indexer) BuildIndex(ctx context.Context, name string, fn toolscache.IndexFunc, opts BuildIndexOptions) error {
-	objectOf := opts.ObjectOf
+	objectOf := opts.objectOf
 	if objectOf == nil {
 		objectOf = ix.decode
 		if lr, ok := ix.codec.(LabelReader); ok && opts.LabelsOnly {
@@ -133,11 +124,9 @@ func (ix *Indexer) BuildIndex(ctx context.Context, name string, fn toolscache.In
 	}, opts.Observe)
 }
 
-// RemoveIndex drops the index name (any index, also one given to
-// NewIndexer) as BuildIndex adds one: the writer is held only for the
-// catch-up, readers see the index until one instant and not after. It
-// returns an error if there is no such index, or as BuildIndex when ctx
-// ends or the store keeps being replaced.
+// RemoveIndex drops the index name (any index) as BuildIndex adds one, with
+// the same errors (no such index, ctx, a store replaced again and again);
+// readers see the index until one instant, not after.
 func (ix *Indexer) RemoveIndex(ctx context.Context, name string) error {
 	return ix.rebuild(ctx, func(from *indexFuncs) (*tableChange, error) {
 		return removeChange(from, name)
@@ -422,9 +411,8 @@ func (t *segmentTable) refilePrivate(key string, e *cell, old, rec *record, ed *
 	}
 }
 
-// IndexStats returns the number of distinct values of the index name and
-// the number of (value, object) entries filed under them; ok is false when
-// there is no such index. It walks the index (O(values)), takes no lock.
+// IndexStats returns the index name's number of distinct values and of
+// (value, object) entries, ok false if there is no such index; O(values).
 func (ix *Indexer) IndexStats(name string) (values, entries int, ok bool) {
 	_, idx, ok := ix.table.Load().index(name)
 	if !ok {
@@ -437,9 +425,9 @@ func (ix *Indexer) IndexStats(name string) (values, entries int, ok bool) {
 	return idx.Len(), entries, true
 }
 
-// IndexCount returns how many objects are filed under value in the index
-// name (0 when there is no such index) without reading them: an upper
-// bound while a write that moves an object between values is in flight.
+// IndexCount returns how many objects are filed under value in the index name
+// (0 if none) without reading them: an upper bound while a write moving an
+// object between values is in flight.
 func (ix *Indexer) IndexCount(name, value string) int {
 	_, idx, ok := ix.table.Load().index(name)
 	if !ok {
@@ -449,7 +437,7 @@ func (ix *Indexer) IndexCount(name, value string) int {
 	return b.Len()
 }
 
-// labelsObjectOf returns an ObjectOf that reads a record's labels with lr
+// labelsObjectOf returns an objectOf that reads a record's labels with lr
 // into a PartialObjectMetadata named after its key, and decodes with decode
 // the records whose labels lr cannot read.
 func labelsObjectOf(lr LabelReader, decode func(key string, data []byte) (any, error)) func(string, []byte) (any, error) {

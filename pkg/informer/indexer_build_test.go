@@ -175,9 +175,9 @@ func TestBuildIndexUnderConcurrentWritesEqualsAddIndexers(t *testing.T) {
 			opts := BuildIndexOptions{}
 			wait := func() { <-enough }
 			if compact {
-				opts.ObjectOf = gatedObjectOf(ix, 500, wait)
+				opts.objectOf = gatedObjectOf(ix, 500, wait)
 			} else {
-				// Decoded records do not call ObjectOf: gate on Observe.
+				// Decoded records do not call objectOf: gate on Observe.
 				var seen atomic.Int64
 				opts.Observe = func([]string) error {
 					if seen.Add(1) == 500 {
@@ -256,11 +256,11 @@ func TestRemoveIndexUnderConcurrentWrites(t *testing.T) {
 }
 
 // TestBuildIndexHoldsTheWriterOnlyForTheCatchUp: while the build computes
-// values (here: stopped in its ObjectOf), a write completes.
+// values (here: stopped in its objectOf), a write completes.
 func TestBuildIndexHoldsTheWriterOnlyForTheCatchUp(t *testing.T) {
 	ix := buildTestIndexer(t, true, 100)
 	var blocked atomic.Bool
-	opts := BuildIndexOptions{ObjectOf: gatedObjectOf(ix, 10, func() {
+	opts := BuildIndexOptions{objectOf: gatedObjectOf(ix, 10, func() {
 		done := make(chan struct{})
 		go func() {
 			_ = ix.Add(churnPod(7, 500, 1, 2))
@@ -295,7 +295,7 @@ func TestBuildIndexStartsAgainAfterReplace(t *testing.T) {
 		replaced = append(replaced, churnPod(i, 900+i, 2, 1))
 	}
 	var calls atomic.Int64
-	opts := BuildIndexOptions{ObjectOf: func(key string, data []byte) (any, error) {
+	opts := BuildIndexOptions{objectOf: func(key string, data []byte) (any, error) {
 		if calls.Add(1) == 20 {
 			must(t, ix.Replace(replaced, "950"))
 		}
@@ -303,7 +303,7 @@ func TestBuildIndexStartsAgainAfterReplace(t *testing.T) {
 	}}
 	must(t, ix.BuildIndex(context.Background(), tierLabel, labelIndex(tierLabel), opts))
 	if got := calls.Load(); got != 300+50 {
-		t.Fatalf("ObjectOf called %d times, want 300 (first attempt) + 50 (second)", got)
+		t.Fatalf("objectOf called %d times, want 300 (first attempt) + 50 (second)", got)
 	}
 	if ix.Len() != 50 || ix.LastStoreSyncResourceVersion() != "950" {
 		t.Fatalf("Len %d RV %s", ix.Len(), ix.LastStoreSyncResourceVersion())
@@ -316,7 +316,7 @@ func TestBuildIndexStartsAgainAfterReplace(t *testing.T) {
 func TestBuildIndexStartsAgainAfterAddIndexers(t *testing.T) {
 	ix := buildTestIndexer(t, true, 300)
 	var calls atomic.Int64
-	opts := BuildIndexOptions{ObjectOf: func(key string, data []byte) (any, error) {
+	opts := BuildIndexOptions{objectOf: func(key string, data []byte) (any, error) {
 		if calls.Add(1) == 20 {
 			must(t, ix.AddIndexers(toolscache.Indexers{"other": labelIndex(tierLabel)}))
 		}

@@ -18,10 +18,8 @@ type Candidates struct {
 	Index string
 	// Values are the index values whose objects are candidates.
 	Values []string
-	// Distinct says that no object is filed under two of Values (for
-	// example the values of one label key in one namespace): Select then
-	// does not de-duplicate. Otherwise an object filed under several is
-	// considered once.
+	// Distinct: no object is filed under two of Values (e.g. the values of
+	// one label key), so Select does not de-duplicate.
 	Distinct bool
 }
 
@@ -33,18 +31,13 @@ type Selection struct {
 	Filed []IndexValue
 	// Limit, when positive, stops the Select after that many objects.
 	Limit int
-	// Into, when set on a compact store whose codec is a DecoderInto, is
-	// called once for each record Select keeps after checking it on the
-	// stored bytes, in order, and returns a pointer to a zero value of the
-	// stored objects' Go type (a *T for a store of *T; for example the next
-	// element of a typed list's Items): the record is decoded into it and
-	// that pointer is the object Select returns, which saves the caller an
-	// allocation and a copy per object. Objects that are not decoded that
-	// way (a record held decoded, one decoded before its labels could be
-	// checked, one that does not decode into the value Into gave) come back
-	// as without Into (a value of the wrong type is not an error), so a
-	// caller compares pointers to know which objects are its own values.
-	// Ignored by other stores.
+	// Into, on a compact store whose codec is a DecoderInto, is called for
+	// each record kept, in order, and returns a pointer to a zero value of the
+	// stored Go type (e.g. the next element of a typed list's Items): the
+	// record is decoded into it and Select returns that pointer, saving an
+	// allocation and a copy. Other objects (held decoded, decoded to read their
+	// labels, not decodable into that value) come back as without Into, not as
+	// an error: compare pointers to tell. Ignored by other stores.
 	Into func() any
 }
 
@@ -53,19 +46,16 @@ type IndexValue struct {
 	Index, Value string
 }
 
-// Select returns the candidates of from that sel keeps, decoded (with compact
-// storage, each a new object the caller owns, as List returns them; without
-// it, the stored pointers), in the order List or ByIndex would return them,
-// at most sel.Limit when positive. It checks sel on the stored record before
-// decoding: index values on the record's stored values (Filed), labels read
-// from the encoding when the codec is a LabelReader, else from the object,
-// decoded once. So a Select decodes only what it returns (plus the records
-// whose labels the codec could not read). Objects that fail to decode are
-// left out (as in List). Errors: an index of from or sel.Filed that does not
-// exist ("index with name <name> does not exist"), and an object without
-// metadata when sel.Labels is set. Like List, it takes no lock and sees
-// each record as of some instant during the call. client-go has no
-// equivalent; controller-runtime's cache reader filters after ByIndex/List.
+// Select returns the candidates of from that sel keeps, in List's or
+// ByIndex's order, at most sel.Limit if positive: with compact storage each
+// a new object the caller owns, else the stored pointers. Index values, and
+// labels when the codec is a LabelReader, are checked on the stored record,
+// so it decodes only what it returns (and records whose labels it cannot
+// read). Objects failing to decode are left out (as in List). Errors: an
+// unknown index in from or sel.Filed, an object without metadata when
+// sel.Labels is set. It takes no lock; each record is as of some instant of
+// the call. (client-go has no equivalent; controller-runtime filters after
+// ByIndex/List.)
 func (ix *Indexer) Select(from Candidates, sel Selection) ([]any, error) {
 	t := ix.table.Load()
 	s := &selectState{ix: ix, limit: sel.Limit}

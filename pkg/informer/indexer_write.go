@@ -67,10 +67,8 @@ type writeBatch struct {
 const reusedSegmentMap = 64
 
 // Add stores obj under its key, replacing any previous object, and records
-// the object's resourceVersion as the store's RV if it is newer. It returns a
-// toolscache.KeyError if the key cannot be computed, and an error naming the
-// index if an index function fails (the object is stored, but not filed in
-// that index).
+// its resourceVersion as the store's RV if newer. Errors: a
+// toolscache.KeyError, or one naming a failing index (obj stored, unfiled).
 func (ix *Indexer) Add(obj any) error {
 	key, err := ix.keyFunc(obj)
 	if err != nil {
@@ -82,11 +80,10 @@ func (ix *Indexer) Add(obj any) error {
 // Update is Add: the store does not distinguish between the two.
 func (ix *Indexer) Update(obj any) error { return ix.Add(obj) }
 
-// Delete removes the object with obj's key (obj may be a
-// toolscache.DeletedFinalStateUnknown when the key function handles it) and
-// removes its index cells, as a batch of one, and records obj's
-// resourceVersion as the store's RV if it is newer (a tombstone's is not
-// recorded). Deleting an absent key is not an error.
+// Delete removes the object with obj's key (obj may be a tombstone,
+// toolscache.DeletedFinalStateUnknown, if the key function handles it) and
+// records obj's resourceVersion as the store's RV if newer (not a
+// tombstone's). Deleting an absent key is not an error.
 func (ix *Indexer) Delete(obj any) error {
 	key, err := ix.keyFunc(obj)
 	if err != nil {

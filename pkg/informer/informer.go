@@ -19,26 +19,24 @@ import (
 
 var _ toolscache.SharedIndexInformer = (*SharedIndexInformer)(nil)
 
-// MinimumResyncPeriod is the smallest resync period a handler can get;
+// minimumResyncPeriod is the smallest resync period a handler can get;
 // shorter non-zero periods are raised to it.
-const MinimumResyncPeriod = time.Second
+const minimumResyncPeriod = time.Second
 
 // Options configure a SharedIndexInformer. Every field is optional.
 type Options struct {
-	// Name for logs and errors, e.g. "Pod.v1." or a GVK string; default: the
-	// Go type of the example object (its GVK for unstructured objects).
+	// Name for logs and errors, e.g. "Pod.v1."; default: the example
+	// object's Go type (its GVK for unstructured objects).
 	Name string
-	// ResyncPeriod is the default resync period of handlers added with
-	// AddEventHandler; 0 = never.
+	// ResyncPeriod of handlers added with AddEventHandler; 0 = never.
 	ResyncPeriod time.Duration
 	// Indexers are the initial indexes (more via AddIndexers, also after start).
 	Indexers toolscache.Indexers
-	// Transform is applied exactly once to every object received (listed or
-	// watched), before it enters the store; never to tombstones or resyncs.
+	// Transform runs once on every object received (listed or watched)
+	// before it is stored; never on tombstones or resyncs.
 	Transform toolscache.TransformFunc
-	// WatchErrorHandler is called for every list/watch error (a
-	// *ListWatchError), with a stand-in *toolscache.Reflector, never run,
-	// that carries the informer's name and type.
+	// WatchErrorHandler gets every list/watch error (a *ListWatchError) with
+	// a stand-in *toolscache.Reflector, never run, of the informer's name.
 	WatchErrorHandler toolscache.WatchErrorHandlerWithContext
 	// Logger; zero value: logr.FromContextOrDiscard(ctx) of RunWithContext.
 	Logger logr.Logger
@@ -46,77 +44,72 @@ type Options struct {
 	PageSize int64
 
 	// CrashOnHandlerPanic re-panics when a handler panics (client-go's
-	// default). Default false: the panic is recovered, logged and counted.
+	// default); false: the panic is recovered, logged and counted.
 	CrashOnHandlerPanic bool
 	// Backoff between failed list/watch attempts; zero value = DefaultBackoff.
 	Backoff Backoff
 	// MinWatchTimeout: each watch asks for a timeout in [min, 2×min];
 	// 0 = 5 minutes.
 	MinWatchTimeout time.Duration
-	// WatchStallTimeout: a watch that delivers nothing (no event, no
-	// bookmark) for this long is abandoned and re-opened from the last RV,
-	// logged once and counted in deltacache_informer_errors_total
-	// {op="watch",reason="WatchStalled"}; 0 = DefaultWatchStallTimeout
-	// (2 minutes, two of kube-apiserver's bookmark intervals); negative =
-	// only a watch outliving its own server-side timeout by a minute.
+	// WatchStallTimeout: a watch silent (no event, no bookmark) this long is
+	// re-opened from the last RV, logged and counted in
+	// deltacache_informer_errors_total{op="watch",reason="WatchStalled"};
+	// 0 = 2 minutes (two of kube-apiserver's bookmark intervals); negative =
+	// only a watch outliving its server-side timeout by a minute.
 	WatchStallTimeout time.Duration
 	// Clock for timers (resync, backoff, watch stalls); default real time.
 	Clock clock.WithTicker
-	// DisableWatchList makes every list a paginated LIST. Default false:
-	// lists are streamed (WatchList, KEP-3157, as client-go since v0.35)
-	// unless the ListerWatcher opts out (IsWatchListSemanticsUnSupported);
-	// a server that refuses or never ends the stream gets LIST from then on.
+	// DisableWatchList makes every list a paginated LIST. Default: lists are
+	// streamed (WatchList, KEP-3157, as client-go since v0.35) unless the
+	// ListerWatcher opts out (IsWatchListSemanticsUnSupported); a server
+	// that refuses or never ends the stream gets LIST from then on.
 	DisableWatchList bool
-	// WatchListTimeout: a WatchList stream silent for this long before its
+	// WatchListTimeout: a WatchList stream silent this long before its
 	// initial-events-end bookmark, or not ended within three of it, falls
-	// back to LIST; 0 = DefaultWatchListTimeout (10 s).
+	// back to LIST; 0 = 10 s (client-go waits without bound).
 	WatchListTimeout time.Duration
 
-	// MetricLabels label the informer's series in Metrics; zero value: the
-	// example object's GroupVersionKind and shape.
+	// MetricLabels of the informer's series; zero value: the example
+	// object's GroupVersionKind and shape.
 	MetricLabels MetricLabels
-	// ConsistencyCheck compares the store with the server at a low rate and
-	// heals drift with a relist; the zero value is off. See ConsistencyCheck.
+	// ConsistencyCheck: see ConsistencyCheck; the zero value is off.
 	ConsistencyCheck ConsistencyCheck
 	// HandlerLabel names a registration in the "handler" label of the
-	// deltacache_handler_* series; nil or "" = the default (HandlerLabel).
+	// deltacache_handler_* series; nil or "" = the default: its HandlerName
+	// (NamedHandler), else its Go type with package paths cut to package
+	// names ("cache.ResourceEventHandlerFuncs"); "#2", "#3"... appended to a
+	// label a live registration of the informer already has.
 	HandlerLabel func(toolscache.ResourceEventHandler) string
 	// Metrics receives the informer's metrics; nil = DefaultMetrics.
 	Metrics *Metrics
-	// ListProgressInterval: a long list logs its progress this often, and so
-	// does each registration that has not synced once the informer has (see
-	// InitialProgress); 0 = DefaultListProgressInterval (5s), negative = never.
+	// ListProgressInterval: a long list, and each registration not synced
+	// once the informer has, logs its progress this often; 0 = 5 s,
+	// negative = never.
 	ListProgressInterval time.Duration
 
-	// StorageCodec turns on compact storage (see IndexerOptions.Codec): the
-	// store holds every object encoded and every read decodes a new object.
-	// Handlers get the objects as received; an OnUpdate's old object is
-	// decoded once, shared by every handler. Codec errors are counted and
-	// logged once per key (the object is then kept decoded). nil = objects
-	// stored as received (client-go's behaviour). Package codec has the
-	// codecs (codec.NewProtobuf for built-in kinds).
+	// StorageCodec turns on compact storage: the store holds objects encoded
+	// and every read decodes a new object. Handlers get objects as received
+	// (an OnUpdate's old object decoded once for all). An object the codec
+	// fails on is kept decoded (counted, logged once per key). nil = stored
+	// as received (client-go's behaviour). Codecs: package codec.
 	StorageCodec StorageCodec
 
 	// ShardSelector restricts the informer to one shard (KEP-5866), sent on
-	// every request and applied on the client too (a server may ignore it);
-	// nil = every object. SetShardSelector changes it.
+	// every request and applied on the client too; nil = every object.
 	ShardSelector *ShardSelector
 
-	// Snapshot writes the store to a file at an interval and when the
-	// informer stops, and starts the informer from that file, caught up with
-	// the server, instead of a full list (see Snapshot); the zero value is
-	// off. Needs StorageCodec.
+	// Snapshot writes the store to a file (at an interval and at stop) and
+	// starts the informer from it, caught up with the server, instead of a
+	// full list; the zero value is off. Needs StorageCodec.
 	Snapshot Snapshot
 }
 
-// SharedIndexInformer is our implementation of toolscache.SharedIndexInformer:
-// Reflector → DeltaFIFO → (Indexer first, then handlers). Run/RunWithContext
-// may be called once; it blocks until the context (or stop channel) ends,
-// after which IsStopped is true and no handler can be added. A key new to
-// the store is an OnAdd (isInInitialList for the first list's items), a
-// stored key an OnUpdate (an unchanged one only to handlers due for resync),
-// a deleted stored key an OnDelete (obj or a DeletedFinalStateUnknown).
-// Handlers: see HandlerRegistration.
+// SharedIndexInformer implements toolscache.SharedIndexInformer: Reflector →
+// DeltaFIFO → Indexer, then handlers (see HandlerRegistration). It runs once,
+// until its context ends (then IsStopped; no handler can be added). A key new
+// to the store is an OnAdd (isInInitialList for the first list), a stored key
+// an OnUpdate (if unchanged, only to handlers due for resync), a deleted one
+// an OnDelete (obj or a DeletedFinalStateUnknown).
 type SharedIndexInformer struct {
 	name string
 	lw   toolscache.ListerWatcherWithContext
@@ -166,10 +159,8 @@ type SharedIndexInformer struct {
 }
 
 // NewSharedIndexInformer returns an informer for the objects lw lists and
-// watches; exampleObject gives their Go type (e.g. &corev1.Pod{}). If lw
-// implements toolscache.ListerWatcherWithContext (as *toolscache.ListWatch and
-// our adapters do) its context-aware methods are used, otherwise
-// toolscache.ToListerWatcherWithContext wraps it.
+// watches, of exampleObject's Go type (e.g. &corev1.Pod{}). An lw without
+// context-aware methods is wrapped (toolscache.ToListerWatcherWithContext).
 func NewSharedIndexInformer(
 	lw toolscache.ListerWatcher, exampleObject runtime.Object, opts Options,
 ) *SharedIndexInformer {
@@ -224,15 +215,14 @@ func (s *SharedIndexInformer) GetStore() toolscache.Store { return s.indexer }
 // GetIndexer returns the live store.
 func (s *SharedIndexInformer) GetIndexer() toolscache.Indexer { return s.indexer }
 
-// AddIndexers adds indexes to the store, back-filling the stored objects. It
-// works at any time; a duplicate name is an error.
+// AddIndexers adds indexes to the store at any time, back-filled; a duplicate
+// name is an error.
 func (s *SharedIndexInformer) AddIndexers(indexers toolscache.Indexers) error {
 	return s.indexer.AddIndexers(indexers)
 }
 
-// HasSynced reports whether the items of the first list have been applied to
-// the store (and handed to the handlers' queues). Per-handler: see the
-// registration's HasSynced.
+// HasSynced reports whether the first list is in the store (and the handlers'
+// queues); per handler: the registration's HasSynced.
 func (s *SharedIndexInformer) HasSynced() bool { return s.fifo.HasSynced() }
 
 // HasSyncedChecker returns a DoneChecker that completes when HasSynced does.
@@ -259,10 +249,9 @@ func (s *SharedIndexInformer) LastError() error {
 	return nil
 }
 
-// LastErrorSince returns LastError and since when the informer's list/watch
-// errors have had its reason (ListWatchError.Reason) with no successful list
-// or watch between them: a kind refused since then has served data that no
-// longer changes since then, at the latest. nil and the zero time when healthy.
+// LastErrorSince returns LastError and since when the list/watch errors have
+// had its Reason with no success between them: the informer's data has not
+// changed since then at the latest. nil and the zero time when healthy.
 func (s *SharedIndexInformer) LastErrorSince() (error, time.Time) {
 	if r := s.getReflector(); r != nil {
 		return r.LastErrorSince()
@@ -303,8 +292,8 @@ func (s *SharedIndexInformer) SetTransform(handler toolscache.TransformFunc) err
 	return nil
 }
 
-// SetWatchErrorHandler sets the handler for list/watch errors (it receives a
-// stand-in *toolscache.Reflector named after the informer); an error after start.
+// SetWatchErrorHandler sets the list/watch error handler (its Reflector is a
+// stand-in named after the informer); an error after start.
 func (s *SharedIndexInformer) SetWatchErrorHandler(handler toolscache.WatchErrorHandler) error {
 	return s.SetWatchErrorHandlerWithContext(func(_ context.Context, r *toolscache.Reflector, err error) {
 		handler(r, err)
@@ -334,9 +323,8 @@ func (s *SharedIndexInformer) Run(stopCh <-chan struct{}) {
 }
 
 // RunWithContext lists, watches and delivers until ctx ends, then stops the
-// handlers (their pending notifications are dropped) and returns once no
-// handler call is running, as client-go's does: a handler that never returns
-// keeps it from returning. It may run only once; later calls return at once.
+// handlers (dropping what is pending) and, as client-go's, returns once no
+// handler call runs. It runs once; later calls return at once.
 func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	s.mu.Lock()
 	if s.started {
@@ -448,17 +436,16 @@ func (s *SharedIndexInformer) AddEventHandler(
 
 // AddEventHandlerWithResyncPeriod adds a handler that receives a resync
 // OnUpdate(obj, obj) for every stored object every resyncPeriod (0 = never;
-// non-zero periods below MinimumResyncPeriod are raised to it).
+// non-zero periods below 1 s are raised to it).
 func (s *SharedIndexInformer) AddEventHandlerWithResyncPeriod(
 	handler toolscache.ResourceEventHandler, resyncPeriod time.Duration,
 ) (toolscache.ResourceEventHandlerRegistration, error) {
 	return s.AddEventHandlerWithOptions(handler, toolscache.HandlerOptions{ResyncPeriod: &resyncPeriod})
 }
 
-// AddEventHandlerWithOptions adds a handler and returns its
-// *HandlerRegistration (options.ResyncPeriod nil: Options.ResyncPeriod). A
-// handler added after start first receives the store as OnAdd(obj, true),
-// then live events. It returns an error if the informer has stopped.
+// AddEventHandlerWithOptions adds a handler (nil options.ResyncPeriod:
+// Options.ResyncPeriod) and returns its *HandlerRegistration; added after
+// start, it first gets the store as OnAdd(obj, true). An error once stopped.
 func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 	handler toolscache.ResourceEventHandler, options toolscache.HandlerOptions,
 ) (toolscache.ResourceEventHandlerRegistration, error) {
@@ -476,8 +463,8 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 	if options.ResyncPeriod != nil {
 		period = *options.ResyncPeriod
 	}
-	if period > 0 && period < MinimumResyncPeriod {
-		period = MinimumResyncPeriod
+	if period > 0 && period < minimumResyncPeriod {
+		period = minimumResyncPeriod
 	}
 	log := s.log
 	if options.Logger != nil {
@@ -504,10 +491,9 @@ func (s *SharedIndexInformer) AddEventHandlerWithOptions(
 	return reg, nil
 }
 
-// RemoveEventHandler stops delivery to the registration's handler and its
-// goroutine (a call in progress finishes; use the registration's Stopped
-// channel to wait for it). Idempotent; an error if handle does not come from
-// this informer.
+// RemoveEventHandler stops delivery to the registration's handler (a call in
+// progress finishes; its Stopped channel tells when). Idempotent; an error if
+// handle is not this informer's.
 func (s *SharedIndexInformer) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
 	reg, ok := handle.(*HandlerRegistration)
 	if !ok || reg == nil || reg.informer != s {

@@ -9,11 +9,10 @@ import (
 // object).
 func (s *SharedIndexInformer) ShardSelector() *ShardSelector { return s.shard.Load() }
 
-// ShardSettled reports whether the last list the Reflector installed was
-// made with the current shard selector, so every object of the current
-// shard, as of that list, is in the store or queued for it. It is false
-// before the first list, and from a SetShardSelector that changes the
-// selector until the relist it causes has been queued.
+// ShardSettled reports whether the last list the Reflector installed used
+// the current shard selector, so every object of the shard, as of that list,
+// is in the store or queued. False before the first list, and from a
+// SetShardSelector that changes the selector until its relist is queued.
 func (s *SharedIndexInformer) ShardSettled() bool {
 	_, ok := s.settledShard()
 	return ok
@@ -41,23 +40,19 @@ func (s *SharedIndexInformer) settledShardList() (*ShardSelector, string, bool) 
 }
 
 // ShardHolds reports whether the store's answer for key is final for the
-// current shard: the shard settled (ShardSettled) and no delta of key is
-// queued or being applied (an object of the settling list not applied yet is
-// pending). It returns the current selector (nil: every object), for the
-// caller to decide whether key's object, which it may know only in part (a
-// namespace, not a uid), would be in it: if so, and the store lacks key, the
-// object did not exist as of the store's resourceVersion.
+// current shard: ShardSettled and no delta of key queued or being applied.
+// It returns the current selector (nil: everything) for the caller to decide
+// whether key's object, maybe known only in part (a namespace, not a uid), is
+// in it: if so and the store lacks key, it did not exist at the store's RV.
 func (s *SharedIndexInformer) ShardHolds(key string) (*ShardSelector, bool) {
 	sel, ok := s.settledShard()
 	return sel, ok && !s.fifo.pending(key)
 }
 
-// AwaitApplied waits, at most timeout, while a batch holding a delta of key
-// is being applied (popped, not yet processed), and reports whether it
-// waited. A reader that found key absent while its delta was in flight reads
-// again after it: the store's answer is then final for that delta (see
-// ShardHolds, which counts an in-flight key as pending). A key only queued is
-// not waited for.
+// AwaitApplied waits, at most timeout, while a batch holding a delta of key is
+// being applied (popped, not yet processed; a queued key is not waited for),
+// and reports whether it waited: a reader that found key absent meanwhile
+// reads again, and the store's answer is then final for that delta.
 func (s *SharedIndexInformer) AwaitApplied(key string, timeout time.Duration) bool {
 	return s.fifo.awaitNotInFlight(key, timeout)
 }
@@ -72,14 +67,11 @@ func (s *SharedIndexInformer) ServerSharding() ServerSharding {
 }
 
 // SetShardSelector moves the informer to another shard (nil: every object),
-// before or after Run:
-//
-// objects sel does not select are evicted from the store without a Delete
-// notification (a hand-off is not a deletion), then the Reflector relists
-// and watches with sel (what sel adds reaches the handlers as Adds). It
-// returns once the evicted objects are out of the store, or with ctx's error
-// (the eviction goes on). The store holds a subset of the union of the old
-// and the new shard meanwhile, exactly the new shard once relisted.
+// before or after Run: objects sel drops leave the store without a Delete
+// (a hand-off is no deletion), then the Reflector relists and watches with
+// sel (what it adds comes as Adds). It returns once those objects are out,
+// or with ctx's error (the eviction goes on). Meanwhile the store holds a
+// subset of the old and new shards' union; once relisted, the new shard.
 func (s *SharedIndexInformer) SetShardSelector(ctx context.Context, sel *ShardSelector) error {
 	s.shardMu.Lock()
 	defer s.shardMu.Unlock()

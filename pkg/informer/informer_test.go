@@ -166,9 +166,9 @@ func TestHandlerAddedAfterStartGetsStoreReplayedBeforeLiveEvents(t *testing.T) {
 	late.block = make(chan struct{})
 	reg := addHandler(t, s, late)
 	// The handler goroutine takes the replayed add and blocks in it.
-	eventually(t, 10*time.Second, "replayed add in flight", func() bool { return reg.Pending() == 0 })
+	eventually(t, 10*time.Second, "replayed add in flight", func() bool { return reg.pendingCount() == 0 })
 	f.Update(pod("a", "p1", ""))
-	eventually(t, 10*time.Second, "update queued", func() bool { return reg.Pending() == 1 })
+	eventually(t, 10*time.Second, "update queued", func() bool { return reg.pendingCount() == 1 })
 	if reg.HasSynced() {
 		t.Fatal("late registration synced before processing its replay")
 	}
@@ -240,7 +240,7 @@ func TestStuckHandlerPendingBoundedByKeys(t *testing.T) {
 		return s.Indexer().LastStoreSyncResourceVersion() == last
 	})
 	// 11 distinct keys were touched (10 live ones and the short-lived one).
-	if p := reg.Pending(); p > 11 {
+	if p := reg.pendingCount(); p > 11 {
 		t.Fatalf("stuck handler holds %d pending keys for 11 distinct keys", p)
 	}
 	close(stuck.block)
@@ -298,8 +298,8 @@ func TestHandlerPanicIsContained(t *testing.T) {
 	eventually(t, 10*time.Second, "update after panic", func() bool { return len(rec.forKey("a/p1")) == 1 })
 	equalStrings(t, "p1", rec.forKey("a/p1"), []string{"update a/p1@4 from 2"})
 	equalStrings(t, "p2", rec.forKey("a/p2"), []string{"add a/p2@3 initial"})
-	if reg.Panics() != 1 {
-		t.Fatalf("Panics = %d, want 1", reg.Panics())
+	if reg.panicCount() != 1 {
+		t.Fatalf("Panics = %d, want 1", reg.panicCount())
 	}
 }
 

@@ -31,19 +31,13 @@ type ListFunc func(ctx context.Context, opts metav1.ListOptions) (runtime.Object
 // WatchFunc opens a watch with the given options.
 type WatchFunc func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 
-// ListWatch is a ListerWatcher that applies ListWatchOptions to every request:
-// the label and field selectors replace those of the caller's ListOptions,
-// watch requests get Watch=true and AllowWatchBookmarks from the options (the
-// adapter decides, whatever the Reflector asked for). The namespace is applied
-// by the constructor's request builder. Everything else of the caller's
-// ListOptions is passed through unchanged, in particular the WatchList
-// parameters (KEP-3157) sendInitialEvents and resourceVersionMatch.
-//
-// It implements toolscache.ListerWatcher and toolscache.ListerWatcherWithContext.
-// It supports WatchList (IsWatchListSemanticsUnSupported() == false, read by
-// our Reflector and by client-go's util/watchlist) unless bookmarks are
-// disabled or the client it wraps opts out (as client-go's fake dynamic and
-// metadata clients do).
+// ListWatch is a toolscache.ListerWatcher(WithContext) that applies
+// ListWatchOptions to every request: its selectors replace the caller's, a
+// watch gets Watch=true and the options' AllowWatchBookmarks; the namespace
+// is the constructor's. Everything else is passed through, including the
+// WatchList (KEP-3157) sendInitialEvents and resourceVersionMatch. It
+// supports WatchList unless bookmarks are off or the wrapped client opts out
+// (as client-go's fake dynamic and metadata clients do).
 type ListWatch struct {
 	list  ListFunc
 	watch WatchFunc
@@ -57,13 +51,12 @@ var (
 	_ toolscache.ListerWatcherWithContext = (*ListWatch)(nil)
 )
 
-// NewListWatch builds a ListWatch from plain functions. The functions receive
-// ListOptions with opts' selectors (and, for watches, Watch and
-// AllowWatchBookmarks) already applied; opts.Namespace is only informational
-// here: the functions must apply it themselves. watchFn must pass
-// SendInitialEvents and ResourceVersionMatch on to the server (a server or
-// function that ignores them costs the Reflector its WatchListTimeout once,
-// then it lists). The ListWatch supports WatchList iff opts.AllowWatchBookmarks.
+// NewListWatch builds a ListWatch from plain functions, which get opts'
+// selectors (and Watch, AllowWatchBookmarks) applied but must apply
+// opts.Namespace themselves. watchFn must pass SendInitialEvents and
+// ResourceVersionMatch to the server (else the Reflector loses one
+// WatchListTimeout, then lists). It supports WatchList iff
+// opts.AllowWatchBookmarks.
 func NewListWatch(list ListFunc, watchFn WatchFunc, opts ListWatchOptions) *ListWatch {
 	return newListWatch(list, watchFn, opts, nil)
 }
@@ -79,12 +72,10 @@ func newListWatch(list ListFunc, watchFn WatchFunc, opts ListWatchOptions, clien
 	}
 }
 
-// NewRESTListWatch lists/watches a typed resource through a REST client
-// (protobuf-capable, as built by controller-runtime's apiutil.RESTClientForGVK).
-// resource is the plural resource name; namespaced says whether the resource is
-// namespace-scoped; paramCodec encodes metav1.ListOptions (e.g.
-// runtime.NewParameterCodec(scheme)). List returns the typed list object (e.g.
-// *corev1.PodList); Watch returns a watch.Interface of typed objects.
+// NewRESTListWatch lists/watches a typed resource through a REST client (as
+// controller-runtime's apiutil.RESTClientForGVK builds, protobuf-capable):
+// resource is the plural name, paramCodec encodes metav1.ListOptions (e.g.
+// runtime.NewParameterCodec(scheme)). Lists and watch events are typed.
 func NewRESTListWatch(
 	client rest.Interface, resource string, namespaced bool, paramCodec runtime.ParameterCodec, opts ListWatchOptions,
 ) *ListWatch {
@@ -127,10 +118,9 @@ func NewDynamicListWatch(
 	return newListWatch(list, watchFn, opts, client)
 }
 
-// NewMetadataListWatch uses the metadata client; items are
+// NewMetadataListWatch uses the metadata client: items are
 // *metav1.PartialObjectMetadata with gvk stamped on every list item and watch
-// event, bookmarks and the initial events of a WatchList stream included (the
-// metadata API returns them without it). The list itself is a
+// event (bookmarks and WatchList initial events included), lists a
 // *metav1.PartialObjectMetadataList of kind gvk.Kind+"List".
 func NewMetadataListWatch(
 	client metadata.Interface, gvr schema.GroupVersionResource, gvk schema.GroupVersionKind,
@@ -188,15 +178,11 @@ func (lw *ListWatch) Watch(options metav1.ListOptions) (watch.Interface, error) 
 	return lw.WatchWithContext(context.Background(), options)
 }
 
-// IsWatchListSemanticsUnSupported reports whether the initial list must not be
-// streamed through this ListWatch: true when bookmarks are disabled (the
-// server would never send the initial-events-end bookmark, which is why
-// client-go's util/watchlist opts out then too) or the wrapped client opts out. Our Reflector and client-go's
-// util/watchlist read it.
+// IsWatchListSemanticsUnSupported reports whether the initial list must not
+// be streamed: bookmarks are off (the server would never end the initial
+// events; client-go's util/watchlist opts out then too) or the wrapped
+// client opts out. Our Reflector and client-go's util/watchlist read it.
 func (lw *ListWatch) IsWatchListSemanticsUnSupported() bool { return lw.watchListUnsupported }
-
-// Options returns the options applied to every request.
-func (lw *ListWatch) Options() ListWatchOptions { return lw.opts }
 
 func (lw *ListWatch) apply(o *metav1.ListOptions) {
 	o.LabelSelector = lw.opts.LabelSelector

@@ -22,12 +22,9 @@ import (
 // Values of the "shape" label: the Go type an informer lists, stores and hands
 // out.
 const (
-	// ShapeTyped: a Go type of a Scheme (e.g. *corev1.Pod).
-	ShapeTyped = "typed"
-	// ShapeUnstructured: *unstructured.Unstructured.
-	ShapeUnstructured = "unstructured"
-	// ShapeMetadata: *metav1.PartialObjectMetadata.
-	ShapeMetadata = "metadata"
+	ShapeTyped        = "typed"        // a Go type of a Scheme (e.g. *corev1.Pod)
+	ShapeUnstructured = "unstructured" // *unstructured.Unstructured
+	ShapeMetadata     = "metadata"     // *metav1.PartialObjectMetadata
 )
 
 // Values of the "cause" label of deltacache_informer_relists_total.
@@ -353,8 +350,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		handlers := append([]*HandlerRegistration(nil), s.handlers...)
 		s.mu.Unlock()
 		for _, h := range handlers {
-			a.pending[h.label] += float64(h.Pending())
-			a.addInitial(h.InitialProgress())
+			a.pending[h.label] += float64(h.pendingCount())
+			a.addInitial(h.initialProgress())
 		}
 	}
 	for labels, a := range groups {
@@ -696,19 +693,19 @@ var packagePath = regexp.MustCompile(`[\w.~-]+/`)
 var handlerLabels sync.Map // reflect.Type → string
 
 // NamedHandler is a handler that names itself in the "handler" label of the
-// deltacache_handler_* series (see HandlerLabel).
+// deltacache_handler_* series (see Options.HandlerLabel).
 type NamedHandler interface {
 	toolscache.ResourceEventHandler
 	HandlerName() string
 }
 
-// HandlerLabel is the default "handler" label of h: its HandlerName when h is
+// defaultHandlerLabel is the default "handler" label of h: its HandlerName when h is
 // a NamedHandler, else its Go type with package paths reduced to package
 // names, e.g. "cache.ResourceEventHandlerFuncs". Options.HandlerLabel
 // overrides it (pkg/cache names controller-runtime's handlers after what
 // they enqueue); the informer then makes the label unique among its
 // registrations (see uniqueHandlerLabelLocked).
-func HandlerLabel(h toolscache.ResourceEventHandler) string {
+func defaultHandlerLabel(h toolscache.ResourceEventHandler) string {
 	if n, ok := h.(NamedHandler); ok {
 		if name := n.HandlerName(); name != "" {
 			return name
@@ -729,7 +726,7 @@ func goTypeLabel(h any) string {
 }
 
 // uniqueHandlerLabelLocked is the label of a new registration of h:
-// Options.HandlerLabel's answer, else HandlerLabel's, followed by "#n" when
+// Options.HandlerLabel's answer, else defaultHandlerLabel's, followed by "#n" when
 // n-1 registrations of the informer already have that label (n ≥ 2, the
 // smallest free), so that two controllers whose handlers look alike (every
 // controller-runtime controller registers the same Go type) are two series.
@@ -740,7 +737,7 @@ func (s *SharedIndexInformer) uniqueHandlerLabelLocked(h toolscache.ResourceEven
 		base = s.opts.HandlerLabel(h)
 	}
 	if base == "" {
-		base = HandlerLabel(h)
+		base = defaultHandlerLabel(h)
 	}
 	taken := make(map[string]bool, len(s.handlers))
 	for _, r := range s.handlers {
@@ -782,10 +779,9 @@ func (s *SharedIndexInformer) MetricLabels() MetricLabels {
 	return metricLabelsFor(s.opts.MetricLabels, s.example)
 }
 
-// LastActivity returns when the informer last heard from the server: a watch
-// event or bookmark, a watch opened, or a list installed; its start time
-// before any; the zero time before Run. It is what
-// deltacache_informer_last_event_age_seconds and stall checks measure.
+// LastActivity returns when the informer last heard from the server (watch
+// event or bookmark, watch opened, list installed; else its start; zero
+// before Run), as deltacache_informer_last_event_age_seconds measures.
 func (s *SharedIndexInformer) LastActivity() time.Time {
 	im := s.obs.Load()
 	if im == nil {

@@ -393,8 +393,8 @@ func TestHandlerLabelIsTheGoTypeWithPackageNamesOnly(t *testing.T) {
 		{&toolscache.ResourceEventHandlerFuncs{}, "*cache.ResourceEventHandlerFuncs"},
 		{&genericHandler[*corev1.Pod]{}, "*informer.genericHandler[*v1.Pod]"},
 	} {
-		if got := HandlerLabel(tc.h); got != tc.want {
-			t.Errorf("HandlerLabel(%T) = %q, want %q", tc.h, got, tc.want)
+		if got := defaultHandlerLabel(tc.h); got != tc.want {
+			t.Errorf("defaultHandlerLabel(%T) = %q, want %q", tc.h, got, tc.want)
 		}
 	}
 }

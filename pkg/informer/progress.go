@@ -8,9 +8,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// DefaultListProgressInterval is how often a list in progress is logged when
+// defaultListProgressInterval is how often a list in progress is logged when
 // ListProgressInterval is 0.
-const DefaultListProgressInterval = 5 * time.Second
+const defaultListProgressInterval = 5 * time.Second
 
 // listProgress logs a long list's progress: at most one "list in progress"
 // line per interval, with the objects received so far, the elapsed seconds,
@@ -29,7 +29,7 @@ type listProgress struct {
 func (r *reflector) newListProgress(ctx context.Context, streamed bool) *listProgress {
 	interval := r.opts.ListProgressInterval
 	if interval == 0 {
-		interval = DefaultListProgressInterval
+		interval = defaultListProgressInterval
 	}
 	r.mu.Lock()
 	initial := r.listCount == 0

@@ -32,22 +32,22 @@ type reflectorStore interface {
 	Replace(list []any, resourceVersion string) error
 }
 
-// DefaultPageSize is the LIST page size when none is configured.
-const DefaultPageSize = 500
+// defaultPageSize is the LIST page size when none is configured.
+const defaultPageSize = 500
 
-// DefaultMinWatchTimeout is the lower bound of the randomised watch timeout;
+// defaultMinWatchTimeout is the lower bound of the randomised watch timeout;
 // each watch asks the server to end it after [min, 2×min].
-const DefaultMinWatchTimeout = 5 * time.Minute
+const defaultMinWatchTimeout = 5 * time.Minute
 
-// DefaultWatchListTimeout bounds the silence between the events of a
+// defaultWatchListTimeout bounds the silence between the events of a
 // WatchList stream before its initial-events-end bookmark (and, times three,
 // the whole stream) before falling back to LIST (client-go waits without
 // bound and only warns every 10 seconds). With it, a stream whose end
 // bookmark never comes falls back within 30 seconds, well inside
 // controller-runtime's two-minute CacheSyncTimeout.
-const DefaultWatchListTimeout = 10 * time.Second
+const defaultWatchListTimeout = 10 * time.Second
 
-// DefaultWatchStallTimeout is how long an open watch may deliver nothing (no
+// defaultWatchStallTimeout is how long an open watch may deliver nothing (no
 // event, no bookmark) before it is abandoned and re-opened from the last RV,
 // when WatchStallTimeout is 0. The Reflector always asks for bookmarks, and
 // kube-apiserver's watch cache sends a watcher one about every minute
@@ -58,7 +58,7 @@ const DefaultWatchListTimeout = 10 * time.Second
 // server that sends no bookmarks (an aggregated API without a watch cache)
 // costs a re-watch from the same RV every two minutes on a quiet kind, never
 // a relist.
-const DefaultWatchStallTimeout = 2 * time.Minute
+const defaultWatchStallTimeout = 2 * time.Minute
 
 // shortWatch: a watch that ends without events sooner than this is retried
 // after a backoff delay instead of at once.
@@ -68,16 +68,16 @@ const shortWatch = time.Second
 type reflectorOptions struct {
 	// Name for logs and errors; default: the example object's Go type.
 	Name string
-	// PageSize of LIST requests; 0 = DefaultPageSize.
+	// PageSize of LIST requests; 0 = defaultPageSize.
 	PageSize int64
 	// Backoff between failed attempts; zero value = DefaultBackoff.
 	Backoff Backoff
 	// MinWatchTimeout: each watch gets TimeoutSeconds in [min, 2×min];
-	// 0 = DefaultMinWatchTimeout.
+	// 0 = defaultMinWatchTimeout.
 	MinWatchTimeout time.Duration
 	// WatchStallTimeout: an open watch that delivers nothing (no event, no
 	// bookmark, no close) for this long is abandoned and re-opened from the
-	// last RV. 0 = DefaultWatchStallTimeout; negative = only abandon a watch
+	// last RV. 0 = defaultWatchStallTimeout; negative = only abandon a watch
 	// that outlives its own server-side timeout by a minute.
 	WatchStallTimeout time.Duration
 	// WatchErrorHandler is called for every list/watch error. Its
@@ -117,18 +117,13 @@ type reflectorOptions struct {
 	snapshot *snapshotSource
 }
 
-// ListSummary describe the Reflector's last successful list.
+// ListSummary describes the Reflector's last successful list.
 type ListSummary struct {
-	// Pages is the number of LIST requests that made up the list.
-	Pages int
-	// Objects is the number of listed objects.
-	Objects int
-	// ResourceVersion of the list.
-	ResourceVersion string
-	// Duration of the list, from the first request to the Replace.
-	Duration time.Duration
-	// WatchList is true when the list was streamed (Pages is then 0).
-	WatchList bool
+	Pages           int           // LIST requests made (0 if streamed)
+	Objects         int           // objects listed
+	ResourceVersion string        // of the list
+	Duration        time.Duration // from the first request to the Replace
+	WatchList       bool          // the list was streamed (WatchList)
 }
 
 // reflector keeps a ReflectorStore in step with the server: ListAndWatch
@@ -191,7 +186,7 @@ type reflector struct {
 	shard          atomic.Pointer[ShardSelector]
 	serverSharding atomic.Int32
 	// coarsened is set once the Reflector logged that it sends a coarser
-	// selector than its own (see ShardSelector.ForServer).
+	// selector than its own (see ShardSelector.forServer).
 	coarsened atomic.Bool
 	// listedShard is what ListedShard returns.
 	listedShard atomic.Pointer[shardList]
@@ -234,13 +229,13 @@ func newReflector(
 		r.clock = clock.RealClock{}
 	}
 	if r.opts.PageSize <= 0 {
-		r.opts.PageSize = DefaultPageSize
+		r.opts.PageSize = defaultPageSize
 	}
 	if r.opts.MinWatchTimeout <= 0 {
-		r.opts.MinWatchTimeout = DefaultMinWatchTimeout
+		r.opts.MinWatchTimeout = defaultMinWatchTimeout
 	}
 	if r.opts.WatchStallTimeout == 0 {
-		r.opts.WatchStallTimeout = DefaultWatchStallTimeout
+		r.opts.WatchStallTimeout = defaultWatchStallTimeout
 	}
 	if expectedType != nil {
 		r.expectedType = reflect.TypeOf(expectedType)

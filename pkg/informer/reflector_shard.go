@@ -14,18 +14,13 @@ import (
 // shardSelector (KEP-5866).
 type ServerSharding int32
 
+// ServerSharding values: Unknown until a sharded list is answered; then
+// Honoured if it carried ListMeta.ShardInfo (the server filters), else Ignored
+// (no ShardedListAndWatch gate, or older than 1.36: the Reflector gets every
+// object and filters on the client; memory shrinks, traffic does not).
 const (
-	// ServerShardingUnknown: no sharded list has been answered yet (or the
-	// Reflector is not sharded).
 	ServerShardingUnknown ServerSharding = iota
-	// ServerShardingHonoured: the first sharded list carried
-	// ListMeta.ShardInfo: the server filters, so the Reflector receives only
-	// its shard's objects.
 	ServerShardingHonoured
-	// ServerShardingIgnored: the first sharded list came back without
-	// ShardInfo (a server without the ShardedListAndWatch feature gate, or
-	// older than 1.36): the Reflector receives every object and filters on
-	// the client. Memory shrinks, traffic does not.
 	ServerShardingIgnored
 )
 
@@ -93,14 +88,14 @@ func (r *reflector) SetShardSelector(sel *ShardSelector) {
 
 // shardOptions sets the shard selector on a list or watch request: sel, or,
 // when sel is too long for the server, the coarser selector of
-// sel.ForServer (logged once per Reflector); the client-side filter keeps
+// sel.forServer (logged once per Reflector); the client-side filter keeps
 // applying sel itself.
 func (r *reflector) shardOptions(ctx context.Context, o *metav1.ListOptions, sel *ShardSelector) {
 	var wire *ShardSelector
 	if o.ShardSelector, wire = sel.wire(); wire != sel && r.coarsened.CompareAndSwap(false, true) {
 		r.logger(ctx).Info("Shard selector too long for the server: sending a coarser one and filtering the rest on the client",
 			"reflector", r.name, "ranges", len(sel.Ranges), "sentRanges", len(wire.Ranges),
-			"limit", MaxShardSelectorLength)
+			"limit", maxShardSelectorLength)
 	}
 }
 

@@ -36,9 +36,8 @@ var FullRange = HashRange{First: 0, Last: math.MaxUint64}
 // Contains reports whether h is in r.
 func (r HashRange) Contains(h uint64) bool { return r.First <= h && h <= r.Last }
 
-// String is r in the server's syntax: the inclusive start and the exclusive
-// end as 0x-prefixed 16-digit lowercase hex, the end of the space being
-// 0x10000000000000000 (2^64).
+// String is r in the server's syntax: inclusive start and exclusive end in
+// 0x-prefixed 16-digit lowercase hex; the space ends at 0x10000000000000000.
 func (r HashRange) String() string {
 	end := "0x10000000000000000"
 	if r.Last != math.MaxUint64 {
@@ -63,15 +62,13 @@ func ShardHash(value string) uint64 {
 	return h.Sum64()
 }
 
-// Empty reports whether s selects no object at all (no ranges). The server
-// cannot express it, so a Reflector with an empty selector lists with the
-// selector of an arbitrary one-hash range and keeps nothing (client-side).
+// Empty reports whether s selects nothing (no ranges): a Reflector then lists
+// with the selector of one arbitrary hash and keeps nothing.
 func (s *ShardSelector) Empty() bool { return s != nil && len(s.Ranges) == 0 }
 
-// String is the shardSelector parameter for s: one
-// shardRange(field, 'start', 'end') per range, joined by " || "; "" for a
-// nil selector (everything). An empty selector (see Empty) gives the range
-// of the single hash 0, which the client-side filter then also drops.
+// String is the shardSelector parameter for s: shardRange(field, 'start',
+// 'end') per range, joined by " || "; "" for nil (everything), the range of
+// hash 0 alone for an empty selector.
 func (s *ShardSelector) String() string {
 	if s == nil {
 		return ""
@@ -89,7 +86,7 @@ func (s *ShardSelector) String() string {
 
 // Hash returns the shard hash of obj's Field, and false if obj has no
 // object metadata (or Field is not a known ShardField).
-func (s *ShardSelector) Hash(obj any) (uint64, bool) {
+func (s *ShardSelector) hash(obj any) (uint64, bool) {
 	var namespace, uid string
 	if e, ok := obj.(*encodedObject); ok {
 		// Queued for compact storage: the metadata it was encoded from.
@@ -111,15 +108,14 @@ func (s *ShardSelector) Hash(obj any) (uint64, bool) {
 	}
 }
 
-// Matches reports whether obj is selected: always for a nil selector, else
-// whether the hash of its Field is in one of the ranges (the server's
-// semantics: start inclusive, end exclusive). An object without metadata is
-// not selected.
+// Matches reports whether obj is selected: always for a nil selector, else if
+// its Field's hash is in a range (the server's semantics: start inclusive,
+// end exclusive); never an object without metadata.
 func (s *ShardSelector) Matches(obj any) bool {
 	if s == nil {
 		return true
 	}
-	h, ok := s.Hash(obj)
+	h, ok := s.hash(obj)
 	if !ok {
 		return false
 	}

@@ -5,31 +5,31 @@ import (
 	"slices"
 )
 
-// MaxShardSelectorLength is the longest shardSelector kube-apiserver parses:
+// maxShardSelectorLength is the longest shardSelector kube-apiserver parses:
 // its parser (k8s.io/apiserver/pkg/sharding.Parse) is cel-go's with the
 // default expression size limit of 100,000 code points, and a longer
 // selector is rejected with a parse error. There is no limit on the number
 // of shardRange clauses as such: a clause on object.metadata.namespace is 81
 // characters plus 4 for " || ", so about 1,176 clauses fit.
-const MaxShardSelectorLength = 100_000
+const maxShardSelectorLength = 100_000
 
-// ForServer returns the selector to send to the server for s: s itself when
-// its String fits in MaxShardSelectorLength (or s is nil or empty), else a
+// forServer returns the selector to send to the server for s: s itself when
+// its String fits in maxShardSelectorLength (or s is nil or empty), else a
 // coarser selector of the same field whose ranges cover s's: adjacent
 // ranges are merged across the smallest gaps until it fits. The server then
 // returns a superset of s's objects, and the client-side filter (Matches,
 // with s) drops the surplus. s's Ranges must be sorted and disjoint, as
 // the selectors pkg/shard and pkg/cache build are.
-func (s *ShardSelector) ForServer() *ShardSelector {
-	if s == nil || len(s.Ranges) == 0 || len(s.String()) <= MaxShardSelectorLength {
+func (s *ShardSelector) forServer() *ShardSelector {
+	if s == nil || len(s.Ranges) == 0 || len(s.String()) <= maxShardSelectorLength {
 		return s
 	}
 	// A clause is 20 hex characters of its end shorter than the space's end
 	// (2^64, 17 digits), which only the last range can have.
 	clause := len((&ShardSelector{Field: s.Field, Ranges: []HashRange{{}}}).String()) + len(" || ")
-	keep := max(1, (MaxShardSelectorLength+len(" || "))/clause)
+	keep := max(1, (maxShardSelectorLength+len(" || "))/clause)
 	out := s.merged(keep)
-	if len(out.String()) > MaxShardSelectorLength && keep > 1 {
+	if len(out.String()) > maxShardSelectorLength && keep > 1 {
 		out = s.merged(keep - 1)
 	}
 	return out
@@ -66,14 +66,14 @@ func (s *ShardSelector) merged(keep int) *ShardSelector {
 }
 
 // wire returns the shardSelector parameter of a request for sel, and the
-// selector it renders: sel itself, or the coarser sel.ForServer when sel's
+// selector it renders: sel itself, or the coarser sel.forServer when sel's
 // String is longer than the server accepts (the client-side filter, with sel,
 // drops the surplus). The string is built once when it fits.
 func (sel *ShardSelector) wire() (string, *ShardSelector) {
 	param := sel.String()
-	if len(param) <= MaxShardSelectorLength {
+	if len(param) <= maxShardSelectorLength {
 		return param, sel
 	}
-	coarse := sel.ForServer()
+	coarse := sel.forServer()
 	return coarse.String(), coarse
 }

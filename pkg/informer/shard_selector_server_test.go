@@ -20,15 +20,15 @@ func oneHashRanges(n int) []HashRange {
 
 func TestServerParsesTheLongestSelectorAndRejectsOneClauseMore(t *testing.T) {
 	sel := &ShardSelector{Field: ShardByNamespace, Ranges: oneHashRanges(1176)}
-	if got := len(sel.String()); got > MaxShardSelectorLength {
-		t.Fatalf("1176 namespace clauses are %d characters, want ≤ %d", got, MaxShardSelectorLength)
+	if got := len(sel.String()); got > maxShardSelectorLength {
+		t.Fatalf("1176 namespace clauses are %d characters, want ≤ %d", got, maxShardSelectorLength)
 	}
 	if _, err := apisharding.Parse(sel.String()); err != nil {
 		t.Fatalf("server rejects a selector of %d characters: %v", len(sel.String()), err)
 	}
 	longer := &ShardSelector{Field: ShardByNamespace, Ranges: oneHashRanges(1177)}
-	if got := len(longer.String()); got <= MaxShardSelectorLength {
-		t.Fatalf("1177 clauses are %d characters, want > %d", got, MaxShardSelectorLength)
+	if got := len(longer.String()); got <= maxShardSelectorLength {
+		t.Fatalf("1177 clauses are %d characters, want > %d", got, maxShardSelectorLength)
 	}
 	_, err := apisharding.Parse(longer.String())
 	if err == nil || !strings.Contains(err.Error(), "size") {
@@ -38,15 +38,15 @@ func TestServerParsesTheLongestSelectorAndRejectsOneClauseMore(t *testing.T) {
 
 func TestForServerKeepsAShortSelectorAndCoarsensALongOneToCoverIt(t *testing.T) {
 	short := &ShardSelector{Field: ShardByNamespace, Ranges: oneHashRanges(100)}
-	if short.ForServer() != short {
+	if short.forServer() != short {
 		t.Fatal("a selector of 100 clauses was coarsened")
 	}
 	long := &ShardSelector{Field: ShardByNamespace, Ranges: oneHashRanges(3000)}
 	// Widen one gap so that it must be kept.
 	long.Ranges[0] = HashRange{First: 0, Last: 0}
-	wire := long.ForServer()
-	if n := len(wire.String()); n > MaxShardSelectorLength {
-		t.Fatalf("coarsened selector is %d characters, want ≤ %d", n, MaxShardSelectorLength)
+	wire := long.forServer()
+	if n := len(wire.String()); n > maxShardSelectorLength {
+		t.Fatalf("coarsened selector is %d characters, want ≤ %d", n, maxShardSelectorLength)
 	}
 	if len(wire.Ranges) != 1176 {
 		t.Errorf("coarsened selector has %d ranges, want 1176", len(wire.Ranges))
@@ -62,7 +62,7 @@ func TestForServerKeepsAShortSelectorAndCoarsensALongOneToCoverIt(t *testing.T) 
 	if wire.ContainsHash(long.Ranges[0].Last + 1) {
 		t.Errorf("the widest gap, after %#x, was merged", long.Ranges[0].Last)
 	}
-	if (&ShardSelector{Field: ShardByUID}).ForServer().Ranges != nil {
+	if (&ShardSelector{Field: ShardByUID}).forServer().Ranges != nil {
 		t.Error("an empty selector was changed")
 	}
 }

@@ -75,7 +75,7 @@ func TestShardSelectorMatchesAsTheServer(t *testing.T) {
 		p := shardPod(fmt.Sprintf("ns-%02d", i%40), fmt.Sprintf("p%d", i), string(uuid.NewUUID()))
 		for _, field := range []ShardField{ShardByUID, ShardByNamespace} {
 			probe := &ShardSelector{Field: field}
-			h, _ := probe.Hash(p)
+			h, _ := probe.hash(p)
 			a, b := rng.Uint64(), rng.Uint64()
 			ranges := []HashRange{
 				{h, h}, {h, math.MaxUint64}, {0, h}, {min(a, b), max(a, b)}, {0, math.MaxUint64},

@@ -87,7 +87,7 @@ func (r *reflector) diffList(ctx context.Context) (string, []listedMeta, int, er
 	sel := r.shard.Load()
 	pageSize := r.opts.PageSize
 	if pageSize <= 0 {
-		pageSize = DefaultPageSize
+		pageSize = defaultPageSize
 	}
 	var listed []listedMeta
 	opts := metav1.ListOptions{ResourceVersion: "", Limit: pageSize * diffPageFactor}

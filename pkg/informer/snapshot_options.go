@@ -27,14 +27,14 @@ import (
 
 // Defaults of Snapshot.
 const (
-	// DefaultSnapshotInterval is Snapshot.Interval's default.
-	DefaultSnapshotInterval = 5 * time.Minute
-	// DefaultSnapshotMaxAge is Snapshot.MaxAge's default: the API server's
+	// defaultSnapshotInterval is Snapshot.Interval's default.
+	defaultSnapshotInterval = 5 * time.Minute
+	// defaultSnapshotMaxAge is Snapshot.MaxAge's default: the API server's
 	// watch cache keeps at least 75 s of history and up to 102,400 events
 	// per kind, so a quiet kind resumes after hours; past an hour even a
 	// quiet kind has most likely left the window, and the resumed watch
 	// would only cost a request that answers 410.
-	DefaultSnapshotMaxAge = time.Hour
+	defaultSnapshotMaxAge = time.Hour
 	// snapshotStopTimeout bounds the write made when the informer stops.
 	snapshotStopTimeout = 10 * time.Second
 )
@@ -59,12 +59,12 @@ type Snapshot struct {
 	// transforms and codecs are the same across builds sets it so that an
 	// upgrade starts warm. "" = only the same executable resumes.
 	Version string
-	// Interval between writes once synced; 0 = DefaultSnapshotInterval.
+	// Interval between writes once synced; 0 = 5 minutes.
 	// One more write is made when the informer stops (bounded to 10 s).
 	Interval time.Duration
 	// MaxAge: a snapshot written longer ago than this is not resumed by a
 	// watch (the server would answer 410) but compared with a metadata list;
-	// 0 = DefaultSnapshotMaxAge.
+	// 0 = 1 hour.
 	MaxAge time.Duration
 	// ListMetadata lists one page of the informer's scope as metadata,
 	// honouring opts' Limit, Continue and ResourceVersion (as
@@ -86,14 +86,14 @@ func (s Snapshot) interval() time.Duration {
 	if s.Interval > 0 {
 		return s.Interval
 	}
-	return DefaultSnapshotInterval
+	return defaultSnapshotInterval
 }
 
 func (s Snapshot) maxAge() time.Duration {
 	if s.MaxAge > 0 {
 		return s.MaxAge
 	}
-	return DefaultSnapshotMaxAge
+	return defaultSnapshotMaxAge
 }
 
 // buildHash returns the hash that names what produced a snapshot: of

@@ -152,8 +152,8 @@ func TestSnapshotWarmStartAfter410DiffsByMetadataAndFetchesOnlyTheChanged(t *tes
 			rv := srv.ResourceVersion()
 			equalStrings(t, "the Gets' resourceVersions", srv.getResourceVersions(), []string{rv, rv, rv})
 			limits := srv.metadataLimits()
-			if len(limits) != tc.pages || slices.ContainsFunc(limits, func(l int64) bool { return l != DefaultPageSize*diffPageFactor }) {
-				t.Fatalf("metadata LIST limits %v, want %d pages of %d", limits, tc.pages, DefaultPageSize*diffPageFactor)
+			if len(limits) != tc.pages || slices.ContainsFunc(limits, func(l int64) bool { return l != defaultPageSize*diffPageFactor }) {
+				t.Fatalf("metadata LIST limits %v, want %d pages of %d", limits, tc.pages, defaultPageSize*diffPageFactor)
 			}
 			logged := second.logs.with("snapshot compared with a metadata list")
 			if len(logged) != 1 || !strings.Contains(logged[0], fmt.Sprintf(`"listed"=%d "pages"=%d "fetched"=3`, len(want), tc.pages)) {

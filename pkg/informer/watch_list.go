@@ -14,11 +14,6 @@ import (
 	"k8s.io/client-go/util/watchlist"
 )
 
-// ReasonWatchListTimeout: a WatchList stream fell silent for the
-// WatchListTimeout, did not end its initial events within three of them, or
-// sent a live event before its end bookmark; the Reflector fell back to LIST.
-const ReasonWatchListTimeout = "WatchListTimeout"
-
 // errInitialEventsIncomplete: the stream closed before the initial-events-end
 // bookmark.
 var errInitialEventsIncomplete = errors.New("watch closed before the initial events ended")
@@ -116,7 +111,7 @@ func (l *streamedList) receive(ctx context.Context, w watch.Interface, timeoutSe
 	r := l.r
 	limit := r.opts.WatchListTimeout
 	if limit <= 0 {
-		limit = DefaultWatchListTimeout
+		limit = defaultWatchListTimeout
 	}
 	// A healthy stream of a large list may take longer than limit, but it keeps
 	// delivering: a whole period of limit without an event ends it (a timer

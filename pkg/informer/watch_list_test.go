@@ -377,8 +377,8 @@ func TestWatchListWithoutEndBookmarkFallsBackToListWithin30s(t *testing.T) {
 	if took > 30*time.Second {
 		t.Fatalf("fell back to LIST after %v of silence, want within 30s", took)
 	}
-	if took < DefaultWatchListTimeout {
-		t.Fatalf("fell back to LIST after %v, sooner than one WatchListTimeout (%v)", took, DefaultWatchListTimeout)
+	if took < defaultWatchListTimeout {
+		t.Fatalf("fell back to LIST after %v, sooner than one WatchListTimeout (%v)", took, defaultWatchListTimeout)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 // With nothing configured, a watch that stays open and delivers nothing (a proxy
 // that keeps the connection and forwards nothing) is abandoned after
-// DefaultWatchStallTimeout and re-opened from the last resourceVersion, without a
+// defaultWatchStallTimeout and re-opened from the last resourceVersion, without a
 // relist; the abandonment is logged once and counted.
 func TestSilentWatchIsReopenedFromTheLastRVAfterTheDefaultStallTimeout(t *testing.T) {
 	m, reg := newMetricsRegistry(t)
@@ -36,7 +36,7 @@ func TestSilentWatchIsReopenedFromTheLastRVAfterTheDefaultStallTimeout(t *testin
 	eventually(t, 5*time.Second, "the watch waiting on the clock", fc.HasWaiters)
 
 	// Just short of the bound: the watch stays.
-	fc.Step(DefaultWatchStallTimeout - time.Second)
+	fc.Step(defaultWatchStallTimeout - time.Second)
 	time.Sleep(50 * time.Millisecond)
 	if n := len(f.Watches()); n != 1 || first.IsStopped() {
 		t.Fatalf("%d watches (first stopped: %t) before the stall timeout, want the first one open", n, first.IsStopped())
@@ -79,7 +79,7 @@ func TestNegativeWatchStallTimeoutKeepsASilentWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the watch waiting on the clock", fc.HasWaiters)
-	fc.Step(10 * DefaultWatchStallTimeout)
+	fc.Step(10 * defaultWatchStallTimeout)
 	time.Sleep(50 * time.Millisecond)
 	if n := len(f.Watches()); n != 1 || first.IsStopped() {
 		t.Fatalf("%d watches (first stopped: %t), want the first one open", n, first.IsStopped())
