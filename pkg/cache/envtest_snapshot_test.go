@@ -349,7 +349,7 @@ func TestEnvtestSnapshotRestartWithAnUnusableResourceVersionDiffsByMetadata(t *t
 	requireEnv(t)
 	ns := createNamespace(t, "snapshot-diff")
 	dir := t.TempDir()
-	populateSnapshotKinds(t, ns, 12) // 3 of 12 changed: within the diff's quarter
+	populateSnapshotKinds(t, ns, 12) // 3 of 12 changed: under the diff's floor of 64 Gets
 
 	first := startSnapshotCache(t, ns, dir)
 	checkWarmStart(t, first, ns, "cold", -1)

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -11,18 +12,28 @@ import (
 )
 
 // diffGetWorkers is how many Gets of a metadata diff are in flight at once.
-const diffGetWorkers = 8
+const diffGetWorkers = 16
 
-// maxDiffShare: a metadata diff that finds more than this share of the
-// objects added or changed gives up for a cold list (one Get per object
-// costs more than the list's pages).
-const maxDiffShare = 4 // a quarter
+// A metadata diff gives up for a cold list once the objects it must fetch
+// are more than diffGetFloor and more than 1/maxDiffShare of those listed so
+// far: a Get costs the API server about as much as listing a few dozen
+// objects (its request handling, not its body), so past a few percent the
+// Gets cost more than the list they replace. Measured with the restart
+// section of make bench (50k pods on a local envtest server, 16 Gets in
+// flight): 798 Gets took longer than the metadata LIST of all 50k pods.
+const (
+	maxDiffShare = 20 // 5 %
+	diffGetFloor = 64
+)
 
 // diffPageFactor: the diff's metadata LIST asks for pages this many times
 // the informer's PageSize. A page of metadata is a fraction of a page of
 // objects, and the pages come one after the other: with 500 a diff of 70k
 // objects made 140 requests in sequence.
 const diffPageFactor = 10
+
+// errTooManyChanged: the diff gave up (see maxDiffShare).
+var errTooManyChanged = errors.New("too many objects changed since the snapshot for a diff")
 
 // diffFetch is an object the metadata diff must fetch.
 type diffFetch struct{ key, namespace, name string }
@@ -36,75 +47,110 @@ type listedMeta struct {
 
 // snapshotDiff brings the staging set to the server's state without the
 // snapshot's resourceVersion (see the file comment of snapshot_resume.go):
-// a consistent, paginated metadata LIST (made while the snapshot's records
-// still decode) compared by uid and resourceVersion, Gets of what was added
-// or changed, and a watch from the list's RV up to the newest RV seen. It
-// returns the caught-up RV and the objects fetched, and logs how long each
-// step took.
+// a consistent, paginated metadata LIST (its first page requested while the
+// snapshot's records still decode) compared page by page by uid and
+// resourceVersion, Gets of what was added or changed, sent as each page is
+// compared and so made while the next pages are listed, the keys no page
+// listed dropped, and a watch from the list's RV up to the newest RV seen.
+// It returns the caught-up RV and the objects fetched, and logs how long
+// each step took; errTooManyChanged when it gave up.
 func (r *reflector) snapshotDiff(ctx context.Context, ws *warmSnapshot) (string, int, error) {
 	cfg := r.opts.snapshot.cfg
 	if cfg.ListMetadata == nil || cfg.Get == nil {
 		return "", 0, errNoDiff
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	start := r.clock.Now()
-	rv, listed, pages, err := r.diffList(ctx)
+	var (
+		f         *diffFetcher
+		seen      = make(map[string]struct{}, ws.records)
+		listed    int
+		fetched   int
+		decodeFor float64
+	)
+	defer func() {
+		if f != nil {
+			f.stop()
+		}
+	}()
+	rv, pages, err := r.diffList(ctx, func(listRV string, page []listedMeta) error {
+		if f == nil {
+			waited := r.clock.Now()
+			if err := ws.wait(ctx); err != nil {
+				return err
+			}
+			decodeFor = r.clock.Since(waited).Seconds()
+			f = r.newDiffFetcher(ctx, listRV)
+		}
+		fetch := comparePage(ws, page, seen)
+		listed += len(page)
+		fetched += len(fetch)
+		if fetched > diffGetFloor && fetched*maxDiffShare > listed {
+			return fmt.Errorf("%w: %d of the first %d objects listed (more than %d and 1/%d)",
+				errTooManyChanged, fetched, listed, diffGetFloor, maxDiffShare)
+		}
+		f.send(fetch)
+		return f.apply(ws, false)
+	})
 	if err != nil {
 		return "", 0, err
 	}
 	listedAt := r.clock.Now()
-	if err := ws.wait(ctx); err != nil {
-		return "", 0, err
+	newest := rv
+	if f != nil {
+		f.close()
+		if err := f.apply(ws, true); err != nil {
+			return "", 0, err
+		}
+		newest = f.newest(rv)
 	}
-	decodedAt := r.clock.Now()
-	fetch := compareListed(ws, listed)
-	if len(fetch)*maxDiffShare > len(listed) {
-		return "", 0, fmt.Errorf("%d of %d objects changed since the snapshot: more than 1/%d",
-			len(fetch), len(listed), maxDiffShare)
-	}
-	newest, err := r.fetchChanged(ctx, ws, fetch, rv, rv)
-	if err != nil {
-		return "", 0, err
-	}
+	dropUnlisted(ws, seen)
 	fetchedAt := r.clock.Now()
 	rv, err = r.catchUp(ctx, ws, rv, newest)
 	if err != nil {
 		return "", 0, err
 	}
 	r.logger(ctx).WithValues("reflector", r.name).Info("snapshot compared with a metadata list",
-		"listed", len(listed), "pages", pages, "fetched", len(fetch),
+		"listed", listed, "pages", pages, "fetched", fetched,
 		"listSeconds", listedAt.Sub(start).Seconds(),
-		"decodeWaitSeconds", decodedAt.Sub(listedAt).Seconds(),
-		"getSeconds", fetchedAt.Sub(decodedAt).Seconds(),
+		"decodeWaitSeconds", decodeFor,
+		"getSecondsAfterList", fetchedAt.Sub(listedAt).Seconds(),
 		"catchUpSeconds", r.clock.Since(fetchedAt).Seconds())
-	return rv, len(fetch), nil
+	return rv, fetched, nil
 }
 
 // diffList lists the scope's metadata (within the shard) in pages of
-// diffPageFactor × PageSize and returns the list's RV, the objects listed and
-// the number of pages.
-func (r *reflector) diffList(ctx context.Context) (string, []listedMeta, int, error) {
+// diffPageFactor × PageSize, gives each page to compare with the list's RV
+// as it comes, and returns the list's RV and the number of pages.
+func (r *reflector) diffList(ctx context.Context, compare func(rv string, page []listedMeta) error) (string, int, error) {
 	cfg := r.opts.snapshot.cfg
 	sel := r.shard.Load()
 	pageSize := r.opts.PageSize
 	if pageSize <= 0 {
 		pageSize = defaultPageSize
 	}
-	var listed []listedMeta
 	opts := metav1.ListOptions{ResourceVersion: "", Limit: pageSize * diffPageFactor}
 	var rv string
+	var page []listedMeta
 	pages := 0
 	for {
 		r.shardOptions(ctx, &opts, sel)
 		r.opts.metrics.listRequest()
 		list, err := cfg.ListMetadata(ctx, opts)
 		if err != nil {
-			return "", nil, 0, err
+			return "", 0, err
 		}
 		r.opts.metrics.listPage()
 		pages++
-		if listed == nil {
-			listed = make([]listedMeta, 0, len(list.Items))
+		if rv == "" {
+			// Every page of a paginated list is at the first page's RV.
+			rv = list.ResourceVersion
+			if _, ok := parseRV(rv); !ok {
+				return "", 0, fmt.Errorf("metadata list resourceVersion %q is not an integer", rv)
+			}
 		}
+		page = page[:0]
 		for i := range list.Items {
 			it := &list.Items[i]
 			if sel != nil && !sel.admits(it) {
@@ -114,104 +160,179 @@ func (r *reflector) diffList(ctx context.Context) (string, []listedMeta, int, er
 			if it.Namespace != "" {
 				key = it.Namespace + "/" + it.Name
 			}
-			listed = append(listed, listedMeta{diffFetch: diffFetch{key: key, namespace: it.Namespace, name: it.Name},
+			page = append(page, listedMeta{diffFetch: diffFetch{key: key, namespace: it.Namespace, name: it.Name},
 				uid: string(it.UID), rv: it.ResourceVersion})
 		}
-		rv = list.ResourceVersion
+		if err := compare(rv, page); err != nil {
+			return "", 0, err
+		}
 		if list.Continue == "" {
-			break
+			return rv, pages, nil
 		}
 		opts.Continue = list.Continue
 	}
-	if _, ok := parseRV(rv); !ok {
-		return "", nil, 0, fmt.Errorf("metadata list resourceVersion %q is not an integer", rv)
-	}
-	return rv, listed, pages, nil
 }
 
-// compareListed compares the listed objects with the staging set: keys
-// absent from the list are dropped; it returns the objects added or changed
-// (another uid or resourceVersion), to fetch.
-func compareListed(ws *warmSnapshot, listed []listedMeta) []diffFetch {
-	seen := make(map[string]struct{}, len(listed))
+// comparePage compares one page of listed objects with the staging set,
+// adds their keys to seen, and returns the objects added or changed (another
+// uid or resourceVersion), to fetch.
+func comparePage(ws *warmSnapshot, page []listedMeta, seen map[string]struct{}) []diffFetch {
 	var fetch []diffFetch
-	for i := range listed {
-		l := &listed[i]
+	for i := range page {
+		l := &page[i]
 		seen[l.key] = struct{}{}
 		if cur, ok := ws.objs[l.key]; ok && string(objectUID(cur)) == l.uid && objectRV(cur) == l.rv {
 			continue
 		}
 		fetch = append(fetch, l.diffFetch)
 	}
+	return fetch
+}
+
+// dropUnlisted drops from the staging set the keys the list did not have.
+func dropUnlisted(ws *warmSnapshot, seen map[string]struct{}) {
 	for key := range ws.objs {
 		if _, ok := seen[key]; !ok {
 			delete(ws.objs, key)
 		}
 	}
-	return fetch
 }
 
-// fetchChanged Gets the objects of fetch (each not older than listRV: served
-// from the API server's watch cache), diffGetWorkers at a time, and puts
-// each in the staging set through admit (one at a time, on the caller's
-// goroutine: the transform is not called concurrently), or drops its key
-// when it is gone (NotFound: its watch event says so too) or not admitted.
-// It returns the newest RV among newest and the fetched objects'.
-func (r *reflector) fetchChanged(
-	ctx context.Context, ws *warmSnapshot, fetch []diffFetch, listRV, newest string,
-) (string, error) {
-	type fetched struct {
-		f   diffFetch
-		obj runtime.Object
-		err error
-	}
+// diffFetcher Gets the objects a metadata diff must fetch, diffGetWorkers at
+// a time, each not older than the list's RV (served from the API server's
+// watch cache). The results wait in done until apply puts them in the
+// staging set on the diff's goroutine (the transform is not called
+// concurrently, and the staging set has one writer).
+type diffFetcher struct {
+	r      *reflector
+	ctx    context.Context
+	cancel context.CancelFunc
+	work   chan diffFetch
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	done []diffFetched
+	// ready is signalled (capacity 1) when done gains a result.
+	ready chan struct{}
+	// newestRV is the newest RV among the objects applied.
+	newestRV string
+}
+
+type diffFetched struct {
+	f   diffFetch
+	obj runtime.Object
+	err error
+}
+
+func (r *reflector) newDiffFetcher(ctx context.Context, listRV string) *diffFetcher {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan diffFetch)
-	results := make(chan fetched, diffGetWorkers)
+	f := &diffFetcher{r: r, ctx: ctx, cancel: cancel, work: make(chan diffFetch, 1024), ready: make(chan struct{}, 1)}
 	get := r.opts.snapshot.cfg.Get
-	var wg sync.WaitGroup
-	for range min(diffGetWorkers, len(fetch)) {
-		wg.Go(func() {
-			for f := range work {
-				obj, err := get(ctx, f.namespace, f.name, metav1.GetOptions{ResourceVersion: listRV})
+	for range diffGetWorkers {
+		f.wg.Go(func() {
+			for {
+				var it diffFetch
 				select {
-				case results <- fetched{f: f, obj: obj, err: err}:
+				case next, ok := <-f.work:
+					if !ok {
+						return
+					}
+					it = next
 				case <-ctx.Done():
 					return
+				}
+				obj, err := get(ctx, it.namespace, it.name, metav1.GetOptions{ResourceVersion: listRV})
+				if ctx.Err() != nil {
+					return
+				}
+				f.mu.Lock()
+				f.done = append(f.done, diffFetched{f: it, obj: obj, err: err})
+				f.mu.Unlock()
+				select {
+				case f.ready <- struct{}{}:
+				default:
 				}
 			}
 		})
 	}
-	go func() {
-		defer close(work)
-		for _, f := range fetch {
-			select {
-			case work <- f:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	go func() { wg.Wait(); close(results) }()
-	sel := r.shard.Load()
-	for res := range results {
-		if apierrors.IsNotFound(res.err) {
-			delete(ws.objs, res.f.key)
-			continue
-		}
-		if res.err != nil {
-			return "", fmt.Errorf("get %s: %w", res.f.key, res.err)
-		}
-		staged, verdict := r.admit(ctx, sel, res.obj, admitListed)
-		if verdict != admitted {
-			delete(ws.objs, res.f.key)
-			continue
-		}
-		ws.objs[res.f.key] = staged
-		if orv := objectRV(staged); rvOlder(newest, orv) {
-			newest = orv
+	return f
+}
+
+// send queues fetch for the workers (it blocks while 1,024 wait already).
+func (f *diffFetcher) send(fetch []diffFetch) {
+	for _, it := range fetch {
+		select {
+		case f.work <- it:
+		case <-f.ctx.Done():
+			return
 		}
 	}
-	return newest, ctx.Err()
+}
+
+// close says nothing more will be sent.
+func (f *diffFetcher) close() { close(f.work) }
+
+// stop cancels the Gets in flight and waits for the workers.
+func (f *diffFetcher) stop() {
+	f.cancel()
+	f.wg.Wait()
+}
+
+// apply puts the results so far in the staging set, through admit, or drops
+// the key of an object gone (NotFound: its watch event says so too) or not
+// admitted; with all, it waits for every result (after close). It returns
+// the first Get that failed otherwise.
+func (f *diffFetcher) apply(ws *warmSnapshot, all bool) error {
+	finished := make(chan struct{})
+	if all {
+		go func() { f.wg.Wait(); close(finished) }()
+	}
+	sel := f.r.shard.Load()
+	for {
+		f.mu.Lock()
+		batch := f.done
+		f.done = nil
+		f.mu.Unlock()
+		for _, res := range batch {
+			if apierrors.IsNotFound(res.err) {
+				delete(ws.objs, res.f.key)
+				continue
+			}
+			if res.err != nil {
+				return fmt.Errorf("get %s: %w", res.f.key, res.err)
+			}
+			staged, verdict := f.r.admit(f.ctx, sel, res.obj, admitListed)
+			if verdict != admitted {
+				delete(ws.objs, res.f.key)
+				continue
+			}
+			ws.objs[res.f.key] = staged
+			if orv := objectRV(staged); f.newestRV == "" || rvOlder(f.newestRV, orv) {
+				f.newestRV = orv
+			}
+		}
+		if !all {
+			return f.ctx.Err()
+		}
+		select {
+		case <-f.ready:
+		case <-finished:
+			f.mu.Lock()
+			empty := len(f.done) == 0
+			f.mu.Unlock()
+			if empty {
+				return f.ctx.Err()
+			}
+		case <-f.ctx.Done():
+			return f.ctx.Err()
+		}
+	}
+}
+
+// newest returns the newest of rv and the RVs of the objects fetched.
+func (f *diffFetcher) newest(rv string) string {
+	if f.newestRV != "" && rvOlder(rv, f.newestRV) {
+		return f.newestRV
+	}
+	return rv
 }

@@ -36,11 +36,12 @@ import (
 // etcd restored from a backup), or the snapshot is older than
 // Snapshot.MaxAge, a metadata-only LIST
 // (consistent, paginated) is compared with the set by uid and
-// resourceVersion: keys the server no longer has are dropped, objects added
-// or changed are fetched with Get (through the same admit path as listed
-// objects), and a watch from the metadata list's resourceVersion catches up
-// to the newest of that list and the fetched objects. More than a quarter of
-// the objects changed, or no ListMetadata or Get: a cold list instead.
+// resourceVersion, page by page: keys the server no longer has are dropped,
+// objects added or changed are fetched with Get (through the same admit path
+// as listed objects) while the next pages are listed, and a watch from the
+// metadata list's resourceVersion catches up to the newest of that list and
+// the fetched objects. Too many objects changed (snapshot_diff.go,
+// maxDiffShare), or no ListMetadata or Get: a cold list instead.
 //
 // A key never moves backwards in the set: an event older than the record
 // held for its key (resourceVersions compared as integers, rvOlder) is not
@@ -163,6 +164,13 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 		err = fmt.Errorf("%w: written %s ago, MaxAge %s", errSnapshotTooOld, age.Round(time.Millisecond), src.cfg.maxAge())
 	} else {
 		rv, err = r.resume(ctx, ws)
+		if err == nil {
+			caughtUp := r.clock.Now()
+			if err = ws.wait(ctx); err == nil {
+				log.Info("snapshot caught up by a watch", "catchUpSeconds", caughtUp.Sub(start).Seconds(),
+					"decodeWaitSeconds", r.clock.Since(caughtUp).Seconds())
+			}
+		}
 	}
 	if err != nil && ctx.Err() == nil && diffable(err) {
 		log.V(1).Info("snapshot not resumable by watch; comparing it with a metadata list", "reason", err.Error())

@@ -1,15 +1,18 @@
 package informer
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -185,25 +188,75 @@ func TestSnapshotAheadOfTheServerIsDiffedNotResumed(t *testing.T) {
 	}
 }
 
-func TestSnapshotDiffWithMoreThanAQuarterChangedListsCold(t *testing.T) {
+func TestSnapshotDiffWithTooManyChangedGivesUpMidListAndListsCold(t *testing.T) {
+	// 70 of 100 pods change: past diffGetFloor (64) and 1/maxDiffShare of
+	// those listed, which the diff sees after the 7th page of 10 and gives up
+	// there for a cold list, not after the whole metadata list.
 	srv := newSnapshotServer()
-	populate(srv, 8)
+	populate(srv, 100)
+	srv.maxPage = 10
 	dir := t.TempDir()
 	writeFirstSnapshot(t, srv, dir, Snapshot{Name: podSnapshotName})
-	changeWhileStopped(srv) // 3 of 8 fetches: more than a quarter
+	for _, o := range srv.Objects() {
+		p := o.DeepCopyObject().(*corev1.Pod)
+		var i int
+		if _, err := fmt.Sscanf(p.Name, "pod-%d", &i); err != nil || i >= 70 {
+			continue
+		}
+		p.Labels = map[string]string{appLabel: "changed"}
+		srv.Update(p)
+	}
 	srv.Compact()
 	second := runSnapshotInformer(t, srv, dir, Snapshot{Name: podSnapshotName})
 	want := srv.state()
 	equalStrings(t, "store after a cold fallback", storeState(second.s), want)
 	rep, _ := second.s.startReport()
-	if rep.Start != startCold || rep.Reason == "" || rep.Loaded != 8 {
-		t.Fatalf("start report = %+v, want cold with a reason and 8 loaded", rep)
+	if rep.Start != startCold || rep.Reason == "" || rep.Loaded != 100 {
+		t.Fatalf("start report = %+v, want cold with a reason and 100 loaded", rep)
 	}
-	if got := srv.gotten(); len(got) != 0 {
-		t.Fatalf("Gets sent though the diff gave up: %q", got)
+	if pages := len(srv.metadataLimits()); pages != 7 {
+		t.Fatalf("metadata LIST pages = %d, want 7 (the diff gives up at the page that passes the share)", pages)
+	}
+	if got := second.logs.with("warm start given up"); len(got) != 1 || !strings.Contains(got[0], "68 of the first 70 objects listed") {
+		t.Fatalf("log lines %q, want one saying 68 of the first 70 listed changed (in key order the 7th page ends at pod-69, with pod-7 and pod-8 not yet listed)", got)
 	}
 	eventually(t, 5*time.Second, "one add per object", func() bool { return second.rec.count() >= len(want) })
 	equalStrings(t, "handler calls", sortedEvents(second.rec), initialAdds(want))
+}
+
+func TestSnapshotDiffGetsWhileItListsTheNextPages(t *testing.T) {
+	// The metadata LIST's last page is held until a Get of a changed object
+	// of the first page has arrived: a diff that fetched only after the whole
+	// list would wait here until the hold gives up.
+	srv := newSnapshotServer()
+	populate(srv, 20)
+	srv.maxPage = 10
+	dir := t.TempDir()
+	writeFirstSnapshot(t, srv, dir, Snapshot{Name: podSnapshotName})
+	changeWhileStopped(srv)
+	srv.Compact()
+	var heldTooLong atomic.Bool
+	cfg := Snapshot{Name: podSnapshotName, ListMetadata: func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+		if opts.Continue != "" {
+			deadline := time.Now().Add(5 * time.Second)
+			for len(srv.gotten()) == 0 {
+				if time.Now().After(deadline) {
+					heldTooLong.Store(true)
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		return srv.listMetadata(ctx, opts)
+	}}
+	second := runSnapshotInformer(t, srv, dir, cfg)
+	if heldTooLong.Load() {
+		t.Fatal("no Get arrived while the metadata LIST's second page was held: the Gets wait for the whole list")
+	}
+	equalStrings(t, "store after a diffed start", storeState(second.s), srv.state())
+	if rep, _ := second.s.startReport(); rep != (startReport{Start: startDiffed, Loaded: 20, Fetched: 3}) {
+		t.Fatalf("start report = %+v, want diffed, 20 loaded, 3 fetched", rep)
+	}
 }
 
 func TestSnapshotWarmStartKeepsAKeyFromMovingBackwards(t *testing.T) {

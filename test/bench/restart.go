@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,6 +34,11 @@ import (
 
 	dcache "github.com/deltacache/deltacache/pkg/cache"
 )
+
+// restartLogEnv, set in the bench's environment, sends the log of deltacache's
+// caches in section R to stderr (how each informer started, and the steps of a
+// metadata diff with their durations).
+const restartLogEnv = "DELTACACHE_BENCH_RESTART_LOG"
 
 // Section R: a restart. A cache of pods and ConfigMaps starts cold, stops, and starts
 // again from the snapshots it wrote at stop: once resumed by a watch within the API
@@ -82,7 +88,13 @@ func (w RestartWorkload) Run(ctx context.Context) (Values, error) {
 	cfg := countingConfig(w.Config, &received)
 	newCache := crcache.New
 	if w.Contender != ControllerRuntime {
-		newCache = dcache.NewWith(dcache.WithSnapshots(w.SnapshotDir))
+		opts := []dcache.Option{dcache.WithSnapshots(w.SnapshotDir)}
+		if os.Getenv(restartLogEnv) != "" {
+			opts = append(opts, dcache.WithLogger(funcr.New(func(prefix, args string) {
+				fmt.Fprintln(os.Stderr, w.Contender, prefix, args)
+			}, funcr.Options{})))
+		}
+		newCache = dcache.NewWith(opts...)
 	}
 	c, err := newCache(cfg, crcache.Options{Scheme: benchScheme()})
 	if err != nil {
