@@ -442,6 +442,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	// Existing objects keep their computed values; only the new functions run.
 	next := newSegmentTable(funcs, int(cur.size.Load()), *cur.rv.Load())
 	var errs []error
+	var copies valueCopies
 	cur.eachCell(func(key string, e *cell) bool {
 		r := e.rec.Load()
 		if r == nil {
@@ -459,6 +460,9 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 		newVals := indexValues{funcs: added, values: make([][]string, len(added.names))}
 		if obj != nil {
 			newVals = added.compute(obj)
+			if r.data != nil {
+				copies.detach(newVals) // decoded from the record: see valueCopies
+			}
 		}
 		if err := newVals.err(key); err != nil {
 			errs = append(errs, err)

@@ -143,6 +143,7 @@ func addChange(from *indexFuncs, name string, fn toolscache.IndexFunc,
 	all[name] = fn
 	to := newIndexFuncs(all)
 	pos, _ := slices.BinarySearch(to.names, name)
+	var copies valueCopies
 	return &tableChange{from: from, to: to, vals: func(key string, r *record) (indexValues, []string, error) {
 		v := indexValues{funcs: to, values: make([][]string, len(to.names))}
 		for i := range to.names {
@@ -163,6 +164,9 @@ func addChange(from *indexFuncs, name string, fn toolscache.IndexFunc,
 		added, err := fn(obj)
 		if err != nil {
 			return v, nil, fmt.Errorf("index %q of key %q: %w", name, key, err)
+		}
+		if r.data != nil {
+			copies.detachAll(added) // decoded from the record: see valueCopies
 		}
 		if len(added) > 0 {
 			v.values[pos] = added

@@ -65,8 +65,9 @@ func BenchmarkSnapshotLoad20k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		var copies valueCopies
 		for _, r := range loaded {
-			if _, err := ix.restoreEncoded(r.key, r.data); err != nil {
+			if _, err := ix.restoreEncoded(r.key, r.data, &copies); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -3,10 +3,12 @@ package informer
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // snapshotSetup returns the informer's snapshot writer state and the
@@ -96,6 +98,7 @@ func (ix *Indexer) restoreCodecState(state []byte) error {
 // results in the records' order, or the first error met. It clears recs.
 func (ix *Indexer) restoreAll(recs []snapshotRecord) ([]*encodedObject, error) {
 	out := make([]*encodedObject, len(recs))
+	var copies valueCopies
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(recs)/restoreChunk))
 	var next atomic.Int64
 	var failed atomic.Pointer[error]
@@ -108,7 +111,7 @@ func (ix *Indexer) restoreAll(recs []snapshotRecord) ([]*encodedObject, error) {
 					return
 				}
 				for i := from; i < min(from+restoreChunk, len(recs)); i++ {
-					e, err := ix.restoreEncoded(recs[i].key, recs[i].data)
+					e, err := ix.restoreEncoded(recs[i].key, recs[i].data, &copies)
 					if err != nil {
 						failed.CompareAndSwap(nil, &err)
 						return
@@ -133,8 +136,10 @@ const restoreChunk = 256
 // a snapshot record: the stored bytes as they are, and the key,
 // resourceVersion, uid, namespace, label print and index values of the
 // decoded object (the index functions are the user's: they are run, not
-// trusted from the file). The decoded object is let go.
-func (ix *Indexer) restoreEncoded(key string, data []byte) (*encodedObject, error) {
+// trusted from the file). The decoded object is let go: the index values are
+// copies (copies), and so are the resourceVersion, namespace and uid, which
+// the Reflector and the DeltaFIFO keep for a while.
+func (ix *Indexer) restoreEncoded(key string, data []byte, copies *valueCopies) (*encodedObject, error) {
 	obj, err := ix.codec.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("record %s: %w", key, err)
@@ -146,6 +151,10 @@ func (ix *Indexer) restoreEncoded(key string, data []byte) (*encodedObject, erro
 	if k, err := ix.keyFunc(obj); err != nil || k != key {
 		return nil, fmt.Errorf("record %s holds the object of key %q (%v)", key, k, err)
 	}
-	return &encodedObject{key: key, rv: m.GetResourceVersion(), data: data, vals: ix.table.Load().funcs.compute(obj),
-		namespace: m.GetNamespace(), uid: m.GetUID(), print: printOfLabels(m.GetLabels())}, nil
+	vals := ix.table.Load().funcs.compute(obj)
+	copies.detach(vals)
+	ns := []string{m.GetNamespace()}
+	copies.detachAll(ns)
+	return &encodedObject{key: key, rv: strings.Clone(m.GetResourceVersion()), data: data, vals: vals,
+		namespace: ns[0], uid: types.UID(strings.Clone(string(m.GetUID()))), print: printOfLabels(m.GetLabels())}, nil
 }
