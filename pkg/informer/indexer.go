@@ -257,7 +257,7 @@ func (t *segmentTable) indexAll() {
 		for _, se := range t.segments[j].Load().slots {
 			r := se.e.rec.Load()
 			for i := range set.byName {
-				set.byName[i] = refileIndex(ed, set.byName[i], se.key, se.e, nil, r.filed(i))
+				set.byName[i] = refileIndex(ed, set.byName[i], se.key, se.e, nil, r.filed(i, len(set.byName)))
 			}
 		}
 	}
@@ -299,7 +299,7 @@ func (ix *Indexer) Index(indexName string, obj any) ([]any, error) {
 			if _, dup := seen[e]; dup {
 				return true
 			}
-			if r := e.rec.Load(); r.filedUnder(i, v) {
+			if r := e.rec.Load(); r.filedUnder(i, len(t.funcs.names), v) {
 				seen[e] = struct{}{}
 				if obj, err := ix.read(key, r); err == nil {
 					out = append(out, obj)
@@ -326,7 +326,7 @@ func (ix *Indexer) bucketObjects(t *segmentTable, idx trie[bucket], i int, value
 	b, _ := idx.get(value)
 	out := make([]any, 0, b.Len())
 	b.each(func(key string, e *cell) bool {
-		if r := e.rec.Load(); r.filedUnder(i, value) {
+		if r := e.rec.Load(); r.filedUnder(i, len(t.funcs.names), value) {
 			if obj, err := ix.read(key, r); err == nil {
 				out = append(out, obj)
 			}
@@ -363,7 +363,7 @@ func (ix *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	b, _ := idx.get(indexedValue)
 	out := make([]string, 0, b.Len())
 	b.each(func(key string, e *cell) bool {
-		if e.rec.Load().filedUnder(i, indexedValue) {
+		if e.rec.Load().filedUnder(i, len(t.funcs.names), indexedValue) {
 			out = append(out, key)
 		}
 		return true
@@ -473,7 +473,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 				vals.values[i] = newVals.filed(j)
 			} else {
 				k, _ := slices.BinarySearch(cur.funcs.names, name)
-				vals.values[i] = r.filed(k)
+				vals.values[i] = r.filed(k, len(cur.funcs.names))
 			}
 		}
 		rec, _ := newRecord(r.obj, r.data, nil, vals)

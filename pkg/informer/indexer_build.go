@@ -149,9 +149,9 @@ func addChange(from *indexFuncs, name string, fn toolscache.IndexFunc,
 		for i := range to.names {
 			switch {
 			case i < pos:
-				v.values[i] = r.filed(i)
+				v.values[i] = r.filed(i, len(from.names))
 			case i > pos:
-				v.values[i] = r.filed(i - 1)
+				v.values[i] = r.filed(i-1, len(from.names))
 			}
 		}
 		obj := r.obj
@@ -188,9 +188,9 @@ func removeChange(from *indexFuncs, name string) (*tableChange, error) {
 		v := indexValues{funcs: to, values: make([][]string, len(to.names))}
 		for i := range to.names {
 			if i < pos {
-				v.values[i] = r.filed(i)
+				v.values[i] = r.filed(i, len(from.names))
 			} else {
-				v.values[i] = r.filed(i + 1)
+				v.values[i] = r.filed(i+1, len(from.names))
 			}
 		}
 		return v, nil, nil
@@ -411,7 +411,7 @@ func (t *segmentTable) removePrivate(key string, ed *edit) {
 func (t *segmentTable) refilePrivate(key string, e *cell, old, rec *record, ed *edit) {
 	idx := t.indices.Load()
 	for i := range idx.byName {
-		idx.byName[i] = refileIndex(ed, idx.byName[i], key, e, old.filed(i), rec.filed(i))
+		idx.byName[i] = refileIndex(ed, idx.byName[i], key, e, old.filed(i, len(idx.byName)), rec.filed(i, len(idx.byName)))
 	}
 }
 

@@ -58,7 +58,7 @@ type IndexValue struct {
 // ByIndex/List.)
 func (ix *Indexer) Select(from Candidates, sel Selection) ([]any, error) {
 	t := ix.table.Load()
-	s := &selectState{ix: ix, limit: sel.Limit}
+	s := &selectState{ix: ix, limit: sel.Limit, indexes: len(t.funcs.names)}
 	if sel.Into != nil {
 		if d, ok := ix.codec.(DecoderInto); ok {
 			s.into, s.decoder = sel.Into, d
@@ -99,7 +99,9 @@ type selectState struct {
 	// cannot match labels (nil: labels has no =, == or in requirement).
 	query printQuery
 	filed []filedValue
-	limit int
+	// indexes is the number of indexes of the table read (record.filed).
+	indexes int
+	limit   int
 	// into and decoder: Selection.Into and the codec that decodes into it
 	// (both nil when Select allocates the objects it returns).
 	into    func() any
@@ -142,7 +144,7 @@ func (s *selectState) fromIndex(t *segmentTable, from Candidates) error {
 				return true
 			}
 			r := e.rec.Load()
-			if !r.filedUnder(i, v) {
+			if !r.filedUnder(i, s.indexes, v) {
 				return true
 			}
 			if seen != nil {
@@ -179,7 +181,7 @@ func (s *selectState) visitCell(key string, e *cell) bool {
 func (s *selectState) visit(key string, r *record) bool {
 	s.visited++
 	for _, f := range s.filed {
-		if !r.filedUnder(f.index, f.value) {
+		if !r.filedUnder(f.index, s.indexes, f.value) {
 			return true
 		}
 	}

@@ -279,8 +279,9 @@ func newRecord(obj any, data []byte, old *record, vals indexValues) (rec *record
 	if old != nil {
 		rec.vals = old.vals
 	}
-	for i := range vals.funcs.names {
-		if !slices.Equal(old.filed(i), vals.filed(i)) {
+	n := len(vals.funcs.names)
+	for i := range n {
+		if !slices.Equal(old.filed(i, n), vals.filed(i)) {
 			changed = true
 			break
 		}
@@ -288,15 +289,9 @@ func newRecord(obj any, data []byte, old *record, vals indexValues) (rec *record
 	if !changed {
 		return rec, false
 	}
-	// compute and AddIndexers leave a failed or empty index's values nil, so
-	// values[i] is what filed(i) returns.
-	rec.vals = nil
-	for i := range vals.values {
-		if vals.filed(i) != nil {
-			rec.vals = vals.values
-			break
-		}
-	}
+	// compute and AddIndexers leave a failed or empty index's values nil;
+	// filed drops a failed index's values.
+	rec.vals = packFiled(n, vals.filed)
 	return rec, true
 }
 
@@ -337,7 +332,7 @@ func (b *writeBatch) refile(key string, e *cell, old, rec *record) {
 		b.ed = &edit{}
 	}
 	for i := range b.idx.byName {
-		b.idx.byName[i] = refileIndex(b.ed, b.idx.byName[i], key, e, old.filed(i), rec.filed(i))
+		b.idx.byName[i] = refileIndex(b.ed, b.idx.byName[i], key, e, old.filed(i, len(b.idx.byName)), rec.filed(i, len(b.idx.byName)))
 	}
 }
 

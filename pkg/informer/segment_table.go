@@ -80,7 +80,7 @@ type segmentSlot struct {
 type record struct {
 	obj  any
 	data []byte
-	vals [][]string
+	vals filedValues
 }
 
 // account adds the change from old to rec (either may be nil) to t's
@@ -101,17 +101,17 @@ func (t *segmentTable) account(old, rec *record) {
 	}
 }
 
-// filed returns the values r is filed under in index i.
-func (r *record) filed(i int) []string {
-	if r == nil || r.vals == nil {
+// filed returns the values r is filed under in index i of n.
+func (r *record) filed(i, n int) []string {
+	if r == nil {
 		return nil
 	}
-	return r.vals[i]
+	return r.vals.of(i, n)
 }
 
-// filedUnder reports whether r is filed under value in index i.
-func (r *record) filedUnder(i int, value string) bool {
-	return slices.Contains(r.filed(i), value)
+// filedUnder reports whether r is filed under value in index i of n.
+func (r *record) filedUnder(i, n int, value string) bool {
+	return slices.Contains(r.filed(i, n), value)
 }
 
 const (

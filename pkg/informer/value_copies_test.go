@@ -66,7 +66,7 @@ func heldValues(ix *Indexer) map[string][]string {
 	t.eachCell(func(_ string, e *cell) bool {
 		r := e.rec.Load()
 		for i, name := range t.funcs.names {
-			out[name] = append(out[name], r.filed(i)...)
+			out[name] = append(out[name], r.filed(i, len(t.funcs.names))...)
 		}
 		return true
 	})

@@ -1,0 +1,74 @@
+package informer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestFiledValuesRoundTrip(t *testing.T) {
+	seed := testSeed(t)
+	t.Logf("seed %d (reproduce with INFORMER_TEST_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	cases := [][][]string{
+		{{"ns"}},
+		{{"ns"}, {"a/web"}, {"a/node-1", "__all_namespaces/node-1"}},
+		{{"ns"}, nil},             // one value for two indexes: padded, not read as the single form
+		{nil, {"x"}, nil},         // the same with three
+		{{"ns"}, {"a", "b"}, nil}, // total+1 == n+1
+		{nil, nil},                // nothing: nil
+		{{""}, {"v"}},             // an empty value is a value
+	}
+	for range 200 {
+		n := 1 + rng.IntN(5)
+		vals := make([][]string, n)
+		for i := range vals {
+			c := rng.IntN(4)
+			if rng.IntN(20) == 0 {
+				c = 130 + rng.IntN(200) // a count of two uvarint bytes
+			}
+			for j := range c {
+				vals[i] = append(vals[i], fmt.Sprintf("v%d-%d", i, j))
+			}
+		}
+		cases = append(cases, vals)
+	}
+	for _, vals := range cases {
+		n := len(vals)
+		f := packFiled(n, func(i int) []string { return vals[i] })
+		total := 0
+		for _, v := range vals {
+			total += len(v)
+		}
+		if total == 0 {
+			if f != nil {
+				t.Fatalf("%q packed as %q, want nil", vals, f)
+			}
+			continue
+		}
+		for i := range n {
+			got := f.of(i, n)
+			if !slices.Equal(got, vals[i]) || (len(vals[i]) == 0 && got != nil) {
+				t.Fatalf("%q packed as %q: index %d reads %q, want %q", vals, f, i, got, vals[i])
+			}
+			if cap(got) != len(got) {
+				t.Fatalf("index %d of %q returns a slice with room after it (cap %d): an append would write into the record", i, vals, cap(got))
+			}
+		}
+	}
+}
+
+func TestFiledValuesCostOneSlicePerRecord(t *testing.T) {
+	single := [][]string{{"ns"}, {"web"}}
+	shaped := [][]string{{"ns"}, {"a/node-1", "__all_namespaces/node-1"}}
+	packFiled(2, func(i int) []string { return shaped[i] }) // the shape's string is made once
+	for name, vals := range map[string][][]string{"single": single, "shaped": shaped} {
+		allocs := testing.AllocsPerRun(100, func() {
+			packFiled(2, func(i int) []string { return vals[i] })
+		})
+		if allocs != 1 {
+			t.Errorf("%s: %v allocations per record, want 1 (the slice)", name, allocs)
+		}
+	}
+}
