@@ -50,6 +50,8 @@ package informer
 //	label_print.go            the label print of each cell: a Bloom filter Select checks first
 //	indexer_build.go          BuildIndex, RemoveIndex: an index added or dropped without holding the writer
 //	segment_table.go          the Indexer's content: per-key cells in copy-on-write segments
+//	filed_values.go           the values a record is filed under, one slice for all indexes
+//	value_copies.go           index values of objects decoded from records, copied before they are kept
 //	hash_trie.go              the persistent hash trie (CHAMP) of the Indexer's indexes
 //	handler_queue.go          HandlerRegistration: one goroutine and one merging queue per handler
 //	handler_sync_progress.go  a registration's initial-list progress, logged while it has not synced
@@ -63,7 +65,7 @@ package informer
 //	snapshot_writer.go        writing the store at an interval and at stop, at the DeltaFIFO's drained RV
 //	snapshot_load.go          loading a snapshot (checked against the shard) and decoding it into a private staging set
 //	snapshot_resume.go        the warm start: catch-up watch to the server's RV, hand-off as the first list
-//	snapshot_diff.go          the warm start after a 410: metadata LIST compared, changed objects fetched
+//	snapshot_diff.go          the warm start after a 410: metadata LIST compared page by page, changed objects fetched meanwhile
 //	snapshot_metrics.go       starts, loads, fetches and writes counted
 //	metrics.go                Prometheus metrics of the pipeline and of each handler
 //	doc.go                    this overview
