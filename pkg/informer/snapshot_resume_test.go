@@ -188,15 +188,23 @@ func TestSnapshotAheadOfTheServerIsDiffedNotResumed(t *testing.T) {
 	}
 }
 
+// pagedSnapshotServer returns a server of n pods listed in pages of at most
+// maxPage, and the directory of the snapshot a first informer wrote of them.
+func pagedSnapshotServer(t *testing.T, n, maxPage int) (*snapshotServer, string) {
+	t.Helper()
+	srv := newSnapshotServer()
+	populate(srv, n)
+	srv.maxPage = maxPage
+	dir := t.TempDir()
+	writeFirstSnapshot(t, srv, dir, Snapshot{Name: podSnapshotName})
+	return srv, dir
+}
+
 func TestSnapshotDiffWithTooManyChangedGivesUpMidListAndListsCold(t *testing.T) {
 	// 70 of 100 pods change: past diffGetFloor (64) and 1/maxDiffShare of
 	// those listed, which the diff sees after the 7th page of 10 and gives up
 	// there for a cold list, not after the whole metadata list.
-	srv := newSnapshotServer()
-	populate(srv, 100)
-	srv.maxPage = 10
-	dir := t.TempDir()
-	writeFirstSnapshot(t, srv, dir, Snapshot{Name: podSnapshotName})
+	srv, dir := pagedSnapshotServer(t, 100, 10)
 	for _, o := range srv.Objects() {
 		p := o.DeepCopyObject().(*corev1.Pod)
 		var i int
@@ -228,11 +236,7 @@ func TestSnapshotDiffGetsWhileItListsTheNextPages(t *testing.T) {
 	// The metadata LIST's last page is held until a Get of a changed object
 	// of the first page has arrived: a diff that fetched only after the whole
 	// list would wait here until the hold gives up.
-	srv := newSnapshotServer()
-	populate(srv, 20)
-	srv.maxPage = 10
-	dir := t.TempDir()
-	writeFirstSnapshot(t, srv, dir, Snapshot{Name: podSnapshotName})
+	srv, dir := pagedSnapshotServer(t, 20, 10)
 	changeWhileStopped(srv)
 	srv.Compact()
 	var heldTooLong atomic.Bool
