@@ -69,10 +69,11 @@ func (f filedValues) of(i, n int) []string {
 		return f[i : i+1 : i+1]
 	}
 	shape := f[len(f)-1]
+	counts := unsafe.Slice(unsafe.StringData(shape), len(shape))
 	at := 0
-	for j := 0; ; j++ {
-		c, w := binary.Uvarint(unsafe.Slice(unsafe.StringData(shape), len(shape)))
-		shape = shape[w:]
+	for j := range n {
+		c, w := binary.Uvarint(counts)
+		counts = counts[w:]
 		if j == i {
 			if c == 0 {
 				return nil
@@ -81,6 +82,7 @@ func (f filedValues) of(i, n int) []string {
 		}
 		at += int(c)
 	}
+	return nil // i ≥ n
 }
 
 // shapes holds one string per shape met, so that records of a shape share it.

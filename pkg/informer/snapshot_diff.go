@@ -59,8 +59,6 @@ func (r *reflector) snapshotDiff(ctx context.Context, ws *warmSnapshot) (string,
 	if cfg.ListMetadata == nil || cfg.Get == nil {
 		return "", 0, errNoDiff
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	start := r.clock.Now()
 	var (
 		f         *diffFetcher
@@ -200,9 +198,10 @@ func dropUnlisted(ws *warmSnapshot, seen map[string]struct{}) {
 
 // diffFetcher Gets the objects a metadata diff must fetch, diffGetWorkers at
 // a time, each not older than the list's RV (served from the API server's
-// watch cache). The results wait in done until apply puts them in the
-// staging set on the diff's goroutine (the transform is not called
-// concurrently, and the staging set has one writer).
+// watch cache). The results wait in done, a slice rather than a channel so
+// that no worker waits while the diff's goroutine lists the next page, until
+// apply puts them in the staging set on that goroutine (the transform is not
+// called concurrently, and the staging set has one writer).
 type diffFetcher struct {
 	r      *reflector
 	ctx    context.Context
@@ -212,8 +211,6 @@ type diffFetcher struct {
 
 	mu   sync.Mutex
 	done []diffFetched
-	// ready is signalled (capacity 1) when done gains a result.
-	ready chan struct{}
 	// newestRV is the newest RV among the objects applied.
 	newestRV string
 }
@@ -226,7 +223,7 @@ type diffFetched struct {
 
 func (r *reflector) newDiffFetcher(ctx context.Context, listRV string) *diffFetcher {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &diffFetcher{r: r, ctx: ctx, cancel: cancel, work: make(chan diffFetch, 1024), ready: make(chan struct{}, 1)}
+	f := &diffFetcher{r: r, ctx: ctx, cancel: cancel, work: make(chan diffFetch, 1024)}
 	get := r.opts.snapshot.cfg.Get
 	for range diffGetWorkers {
 		f.wg.Go(func() {
@@ -248,10 +245,6 @@ func (r *reflector) newDiffFetcher(ctx context.Context, listRV string) *diffFetc
 				f.mu.Lock()
 				f.done = append(f.done, diffFetched{f: it, obj: obj, err: err})
 				f.mu.Unlock()
-				select {
-				case f.ready <- struct{}{}:
-				default:
-				}
 			}
 		})
 	}
@@ -280,53 +273,36 @@ func (f *diffFetcher) stop() {
 
 // apply puts the results so far in the staging set, through admit, or drops
 // the key of an object gone (NotFound: its watch event says so too) or not
-// admitted; with all, it waits for every result (after close). It returns
-// the first Get that failed otherwise.
+// admitted; with all (after close), it first waits for every Get. It returns
+// the first Get that failed, or the diff's context's error.
 func (f *diffFetcher) apply(ws *warmSnapshot, all bool) error {
-	finished := make(chan struct{})
 	if all {
-		go func() { f.wg.Wait(); close(finished) }()
+		f.wg.Wait()
 	}
+	f.mu.Lock()
+	batch := f.done
+	f.done = nil
+	f.mu.Unlock()
 	sel := f.r.shard.Load()
-	for {
-		f.mu.Lock()
-		batch := f.done
-		f.done = nil
-		f.mu.Unlock()
-		for _, res := range batch {
-			if apierrors.IsNotFound(res.err) {
-				delete(ws.objs, res.f.key)
-				continue
-			}
-			if res.err != nil {
-				return fmt.Errorf("get %s: %w", res.f.key, res.err)
-			}
-			staged, verdict := f.r.admit(f.ctx, sel, res.obj, admitListed)
-			if verdict != admitted {
-				delete(ws.objs, res.f.key)
-				continue
-			}
-			ws.objs[res.f.key] = staged
-			if orv := objectRV(staged); f.newestRV == "" || rvOlder(f.newestRV, orv) {
-				f.newestRV = orv
-			}
+	for _, res := range batch {
+		if apierrors.IsNotFound(res.err) {
+			delete(ws.objs, res.f.key)
+			continue
 		}
-		if !all {
-			return f.ctx.Err()
+		if res.err != nil {
+			return fmt.Errorf("get %s: %w", res.f.key, res.err)
 		}
-		select {
-		case <-f.ready:
-		case <-finished:
-			f.mu.Lock()
-			empty := len(f.done) == 0
-			f.mu.Unlock()
-			if empty {
-				return f.ctx.Err()
-			}
-		case <-f.ctx.Done():
-			return f.ctx.Err()
+		staged, verdict := f.r.admit(f.ctx, sel, res.obj, admitListed)
+		if verdict != admitted {
+			delete(ws.objs, res.f.key)
+			continue
+		}
+		ws.objs[res.f.key] = staged
+		if orv := objectRV(staged); f.newestRV == "" || rvOlder(f.newestRV, orv) {
+			f.newestRV = orv
 		}
 	}
+	return f.ctx.Err()
 }
 
 // newest returns the newest of rv and the RVs of the objects fetched.

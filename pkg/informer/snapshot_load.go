@@ -153,8 +153,7 @@ func (ix *Indexer) restoreEncoded(key string, data []byte, copies *valueCopies) 
 	}
 	vals := ix.table.Load().funcs.compute(obj)
 	copies.detach(vals)
-	ns := []string{m.GetNamespace()}
-	copies.detachAll(ns)
 	return &encodedObject{key: key, rv: strings.Clone(m.GetResourceVersion()), data: data, vals: vals,
-		namespace: ns[0], uid: types.UID(strings.Clone(string(m.GetUID()))), print: printOfLabels(m.GetLabels())}, nil
+		namespace: copies.of(m.GetNamespace()), uid: types.UID(strings.Clone(string(m.GetUID()))),
+		print: printOfLabels(m.GetLabels())}, nil
 }

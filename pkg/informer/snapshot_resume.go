@@ -164,14 +164,8 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 		err = fmt.Errorf("%w: written %s ago, MaxAge %s", errSnapshotTooOld, age.Round(time.Millisecond), src.cfg.maxAge())
 	} else {
 		rv, err = r.resume(ctx, ws)
-		if err == nil {
-			caughtUp := r.clock.Now()
-			if err = ws.wait(ctx); err == nil {
-				log.Info("snapshot caught up by a watch", "catchUpSeconds", caughtUp.Sub(start).Seconds(),
-					"decodeWaitSeconds", r.clock.Since(caughtUp).Seconds())
-			}
-		}
 	}
+	caughtUp := r.clock.Now()
 	if err != nil && ctx.Err() == nil && diffable(err) {
 		log.V(1).Info("snapshot not resumable by watch; comparing it with a metadata list", "reason", err.Error())
 		rep.Start = startDiffed
@@ -179,6 +173,10 @@ func (r *reflector) warmStart(ctx context.Context) bool {
 	}
 	if err == nil {
 		err = ws.wait(ctx) // a kind that did not change: no event waited for it
+	}
+	if err == nil && rep.Start == startResumed {
+		log.Info("snapshot caught up by a watch", "catchUpSeconds", caughtUp.Sub(start).Seconds(),
+			"decodeWaitSeconds", r.clock.Since(caughtUp).Seconds())
 	}
 	if d, ok := errors.AsType[*snapshotDiscard](err); ok {
 		log.Info("snapshot discarded; starting cold", "reason", d.reason, "error", err.Error())

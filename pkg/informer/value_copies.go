@@ -29,21 +29,31 @@ func (c *valueCopies) detach(v indexValues) {
 func (c *valueCopies) detachAll(lists ...[]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, vals := range lists {
+		for i, s := range vals {
+			vals[i] = c.ofLocked(s)
+		}
+	}
+}
+
+// of returns the copy of s.
+func (c *valueCopies) of(s string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ofLocked(s)
+}
+
+func (c *valueCopies) ofLocked(s string) string {
+	if s == "" {
+		return s
+	}
+	if shared, ok := c.seen[s]; ok {
+		return shared
+	}
 	if c.seen == nil {
 		c.seen = make(map[string]string)
 	}
-	for _, vals := range lists {
-		for i, s := range vals {
-			if s == "" {
-				continue
-			}
-			if shared, ok := c.seen[s]; ok {
-				vals[i] = shared
-				continue
-			}
-			cp := strings.Clone(s)
-			c.seen[cp] = cp
-			vals[i] = cp
-		}
-	}
+	cp := strings.Clone(s)
+	c.seen[cp] = cp
+	return cp
 }
