@@ -42,11 +42,12 @@ func (r *nsRun) failover() {
 	st, _ := r.awaitSplit("replica-a and replica-b serve every slot", time.Minute)
 	slotsTaken := time.Since(killed)
 	t.Logf("failover: replica-c SIGKILLed; %d Apps touched in %v; all converged %v after the kill "+
-		"(bound: Lease %v + one sync %v + one poll %v = %v); the two others hold every slot and pod %v after the kill",
-		namespaces, touched.Round(time.Millisecond), takeover.Round(time.Millisecond), leaseDuration,
-		r.syncTime.Round(time.Millisecond), pollInterval, (leaseDuration + r.syncTime + pollInterval).Round(time.Millisecond),
+		"(bound: Lease %v + one ring round %v + one sync %v + one poll %v = %v); the two others hold every slot and pod %v after the kill",
+		namespaces, touched.Round(time.Millisecond), takeover.Round(time.Millisecond), leaseDuration, renewInterval,
+		r.syncTime.Round(time.Millisecond), pollInterval,
+		(leaseDuration + renewInterval + r.syncTime + pollInterval).Round(time.Millisecond),
 		slotsTaken.Round(time.Millisecond))
-	if bound := leaseDuration + r.syncTime + pollInterval; takeover > bound {
+	if bound := leaseDuration + renewInterval + r.syncTime + pollInterval; takeover > bound {
 		t.Errorf("the killed replica's Apps converged %v after the kill, want within %v", takeover, bound)
 	}
 	if takeover < leaseDuration/2 {

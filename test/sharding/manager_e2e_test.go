@@ -84,6 +84,10 @@ const (
 	ringName       = "deltacache-demo"
 	leaseNamespace = "deltacache-shard"
 	leaseDuration  = 6 * time.Second
+	// renewInterval is the managers' ring round (shard.Options.RenewInterval's
+	// default, a fifth of the Lease): the survivors see a killed replica's Lease
+	// expired at their first round after it expired, up to a round later.
+	renewInterval = leaseDuration / 5
 )
 
 // manager is one demo manager process.
