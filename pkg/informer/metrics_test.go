@@ -170,6 +170,11 @@ func TestMetricsInitialSyncDurationAndLastEventAgeFollowTheClock(t *testing.T) {
 	eventually(t, 5*time.Second, "watch started", func() bool {
 		return metricValue(t, reg, podLabels, "deltacache_informer_watch_starts_total") == 1
 	})
+	// The sync duration is recorded after HasSynced turns true, on the
+	// informer's goroutine: wait for it before the clock moves (CI saw 0).
+	eventually(t, 5*time.Second, "initial sync duration recorded", func() bool {
+		return metricValue(t, reg, podLabels, "deltacache_informer_initial_sync_duration_seconds") != 0
+	})
 	// Two pages, 2s each; the watch opened at 1004.
 	if got, want := s.LastActivity(), time.Unix(1004, 0); !got.Equal(want) {
 		t.Fatalf("LastActivity = %v, want %v", got, want)
