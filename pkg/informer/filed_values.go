@@ -3,7 +3,6 @@ package informer
 import (
 	"encoding/binary"
 	"sync"
-	"unsafe"
 )
 
 // filedValues is what a record is filed under in each index (aligned with
@@ -69,11 +68,13 @@ func (f filedValues) of(i, n int) []string {
 		return f[i : i+1 : i+1]
 	}
 	shape := f[len(f)-1]
-	counts := unsafe.Slice(unsafe.StringData(shape), len(shape))
-	at := 0
+	at, pos := 0, 0
 	for j := range n {
-		c, w := binary.Uvarint(counts)
-		counts = counts[w:]
+		c, next := uvarintIn(shape, pos)
+		if next < 0 {
+			return nil // not a shape packFiled made
+		}
+		pos = next
 		if j == i {
 			if c == 0 {
 				return nil
@@ -85,14 +86,44 @@ func (f filedValues) of(i, n int) []string {
 	return nil // i ≥ n
 }
 
-// shapes holds one string per shape met, so that records of a shape share it.
-var shapes sync.Map // string → string
+// uvarintIn decodes the uvarint of s at pos (as binary.Uvarint, on a string)
+// and returns it and the position after it; -1 when s ends within it or it
+// overflows 64 bits.
+func uvarintIn(s string, pos int) (uint64, int) {
+	var x uint64
+	for shift := uint(0); pos < len(s) && shift < 64; shift += 7 {
+		b := s[pos]
+		pos++
+		if b < 0x80 {
+			return x | uint64(b)<<shift, pos
+		}
+		x |= uint64(b&0x7f) << shift
+	}
+	return 0, -1
+}
+
+// shapes holds one string per shape met, so that records of a shape share
+// it; shapesMu guards it (written once per new shape, read on the writes of
+// records of several values in one index).
+var (
+	shapesMu sync.RWMutex
+	shapes   = map[string]string{}
+)
 
 // shapeOf returns the shared string of the bytes b.
 func shapeOf(b []byte) string {
-	if s, ok := shapes.Load(unsafe.String(unsafe.SliceData(b), len(b))); ok {
-		return s.(string)
+	shapesMu.RLock()
+	s, ok := shapes[string(b)] // no copy of b for the lookup
+	shapesMu.RUnlock()
+	if ok {
+		return s
 	}
-	s, _ := shapes.LoadOrStore(string(b), string(b))
-	return s.(string)
+	shapesMu.Lock()
+	defer shapesMu.Unlock()
+	if s, ok := shapes[string(b)]; ok {
+		return s
+	}
+	s = string(b)
+	shapes[s] = s
+	return s
 }

@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -70,5 +71,23 @@ func TestFiledValuesCostOneSlicePerRecord(t *testing.T) {
 		if allocs != 1 {
 			t.Errorf("%s: %v allocations per record, want 1 (the slice)", name, allocs)
 		}
+	}
+}
+
+func TestUvarintInReadsWhatAppendUvarintWrote(t *testing.T) {
+	for _, x := range []uint64{0, 1, 127, 128, 300, 16383, 16384, 1<<32 + 5, 1<<63 - 1, 1 << 63, ^uint64(0)} {
+		enc := string(binary.AppendUvarint([]byte("ab"), x))
+		got, next := uvarintIn(enc, 2)
+		if got != x || next != len(enc) {
+			t.Errorf("uvarintIn(AppendUvarint(%d)) = %d, next %d; want %d, next %d", x, got, next, x, len(enc))
+		}
+		if x >= 128 {
+			if _, next := uvarintIn(enc[:len(enc)-1], 2); next != -1 {
+				t.Errorf("uvarintIn of %d cut short: next %d, want -1", x, next)
+			}
+		}
+	}
+	if _, next := uvarintIn("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 0); next != -1 {
+		t.Errorf("uvarintIn of 11 bytes: next %d, want -1 (overflow)", next)
 	}
 }
