@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// trie is a persistent (immutable) map from string keys to V: a compressed
+// trie is a persistent (immutable) map from keys K to V: a compressed
 // hash-array mapped prefix tree (CHAMP; Steindorfer and Vinju, OOPSLA 2015),
 // the structure of the Indexer's indexes (see segmentTable).
 //
@@ -20,8 +20,8 @@ import (
 // Replace, or the several index updates of one Add) copies each node at most
 // once. A token must not be used again once the trie built with it has been
 // published to readers.
-type trie[V any] struct {
-	root *trieNode[V]
+type trie[K trieKey, V any] struct {
+	root *trieNode[K, V]
 	size int
 }
 
@@ -56,26 +56,38 @@ func (ed *edit) grew(n trimmable, dataCap, nodesCap, newDataCap, newNodesCap int
 }
 
 // trieEntry is one key/value pair. The key's hash is not kept (it is
-// recomputed in the rare case an cell moves down a level): every byte of a
-// node is copied on each write that passes through it.
-type trieEntry[V any] struct {
-	key string
+// recomputed in the rare case an entry moves down a level): every byte of a
+// node is copied on each write that passes through it. With V struct{} (a
+// set), an entry is its key alone: val comes first, since Go pads a struct
+// that ends in a zero-size field (a pointer to it must not point past the
+// struct).
+type trieEntry[K trieKey, V any] struct {
 	val V
+	key K
 }
 
-// hasher hashes keys; tests substitute colliding ones.
-type hasher func(key string) uint64
+// trieKey is a trie's key: compared with ==, hashed by trieHash (64 well
+// mixed bits; equal keys hash equally). Tests use colliding hashes.
+type trieKey interface {
+	comparable
+	trieHash() uint64
+}
+
+// indexValue is an index value as the key of an index's trie of buckets.
+type indexValue string
+
+func (v indexValue) trieHash() uint64 { return trieHash(string(v)) }
 
 // trieNode holds up to 32 slots, each empty, an cell (dataMap bit set) or a
 // sub-node (nodeMap bit set); data and nodes are dense, ordered by slot. A
 // node below the hash's last bits (shift ≥ 64) is a collision node: data
 // holds every cell, compared by key.
-type trieNode[V any] struct {
+type trieNode[K trieKey, V any] struct {
 	dataMap uint32
 	nodeMap uint32
 	owner   *edit
-	data    []trieEntry[V]
-	nodes   []*trieNode[V]
+	data    []trieEntry[K, V]
+	nodes   []*trieNode[K, V]
 }
 
 const (
@@ -89,19 +101,19 @@ var trieSeed = maphash.MakeSeed()
 func trieHash(key string) uint64 { return maphash.String(trieSeed, key) }
 
 // Len returns the number of cells.
-func (t trie[V]) Len() int { return t.size }
+func (t trie[K, V]) Len() int { return t.size }
 
 // get returns the value stored under key.
-func (t trie[V]) get(key string) (V, bool) {
+func (t trie[K, V]) get(key K) (V, bool) {
 	if t.root == nil {
 		var zero V
 		return zero, false
 	}
-	return t.root.get(key, trieHash(key))
+	return t.root.get(key, key.trieHash())
 }
 
 // get looks key, whose hash is h, up in the sub-trie rooted at n.
-func (n *trieNode[V]) get(key string, h uint64) (V, bool) {
+func (n *trieNode[K, V]) get(key K, h uint64) (V, bool) {
 	var zero V
 	for shift := uint(0); ; shift += trieBits {
 		if shift >= hashWidth {
@@ -129,12 +141,12 @@ func (n *trieNode[V]) get(key string, h uint64) (V, bool) {
 }
 
 // set returns a trie with key mapped to val.
-func (t trie[V]) set(ed *edit, key string, val V) trie[V] {
+func (t trie[K, V]) set(ed *edit, key K, val V) trie[K, V] {
 	root := t.root
 	if root == nil {
-		root = &trieNode[V]{owner: ed}
+		root = &trieNode[K, V]{owner: ed}
 	}
-	root, added := root.set(ed, trieEntry[V]{key: key, val: val}, trieHash(key), 0, trieHash)
+	root, added := root.set(ed, trieEntry[K, V]{key: key, val: val}, key.trieHash(), 0)
 	if added {
 		t.size++
 	}
@@ -143,11 +155,11 @@ func (t trie[V]) set(ed *edit, key string, val V) trie[V] {
 }
 
 // del returns a trie without key, and whether key was present.
-func (t trie[V]) del(ed *edit, key string) (trie[V], bool) {
+func (t trie[K, V]) del(ed *edit, key K) (trie[K, V], bool) {
 	if t.root == nil {
 		return t, false
 	}
-	root, removed := t.root.del(ed, key, trieHash(key), 0)
+	root, removed := t.root.del(ed, key, key.trieHash(), 0)
 	if !removed {
 		return t, false
 	}
@@ -157,13 +169,13 @@ func (t trie[V]) del(ed *edit, key string) (trie[V], bool) {
 }
 
 // each calls fn for every cell until fn returns false.
-func (t trie[V]) each(fn func(key string, val V) bool) {
+func (t trie[K, V]) each(fn func(key K, val V) bool) {
 	if t.root != nil {
 		t.root.each(fn)
 	}
 }
 
-func (n *trieNode[V]) each(fn func(key string, val V) bool) bool {
+func (n *trieNode[K, V]) each(fn func(key K, val V) bool) bool {
 	for i := range n.data {
 		if !fn(n.data[i].key, n.data[i].val) {
 			return false
@@ -177,26 +189,28 @@ func (n *trieNode[V]) each(fn func(key string, val V) bool) bool {
 	return true
 }
 
-// mapped returns a trie of t's keys, each with the value fn(key, val), in
-// nodes that ed owns (so that later writes under ed change them in place):
-// t's shape copied node by node, no key hashed. t is not changed.
-func (t trie[V]) mapped(ed *edit, fn func(key string, val V) V) trie[V] {
+// mapped returns a trie of the entries fn(key, val) of t's, in nodes that
+// ed owns (so that later writes under ed change them in place): t's shape
+// copied node by node, no key hashed, so fn must return a key that hashes
+// as the one it was given. t is not changed.
+func (t trie[K, V]) mapped(ed *edit, fn func(key K, val V) (K, V)) trie[K, V] {
 	if t.root != nil {
 		t.root = t.root.mapped(ed, fn)
 	}
 	return t
 }
 
-func (n *trieNode[V]) mapped(ed *edit, fn func(key string, val V) V) *trieNode[V] {
-	m := &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed}
+func (n *trieNode[K, V]) mapped(ed *edit, fn func(key K, val V) (K, V)) *trieNode[K, V] {
+	m := &trieNode[K, V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed}
 	if len(n.data) > 0 {
-		m.data = make([]trieEntry[V], len(n.data))
+		m.data = make([]trieEntry[K, V], len(n.data))
 		for i, e := range n.data {
-			m.data[i] = trieEntry[V]{key: e.key, val: fn(e.key, e.val)}
+			k, v := fn(e.key, e.val)
+			m.data[i] = trieEntry[K, V]{key: k, val: v}
 		}
 	}
 	if len(n.nodes) > 0 {
-		m.nodes = make([]*trieNode[V], len(n.nodes))
+		m.nodes = make([]*trieNode[K, V], len(n.nodes))
 		for i, c := range n.nodes {
 			m.nodes[i] = c.mapped(ed, fn)
 		}
@@ -208,24 +222,24 @@ func (n *trieNode[V]) mapped(ed *edit, fn func(key string, val V) V) *trieNode[V
 func slot(bitmap, bit uint32) int { return bits.OnesCount32(bitmap & (bit - 1)) }
 
 // editable returns n itself if ed owns it, else a copy that ed owns.
-func (n *trieNode[V]) editable(ed *edit) *trieNode[V] { return n.editableFor(ed, 0, 0) }
+func (n *trieNode[K, V]) editable(ed *edit) *trieNode[K, V] { return n.editableFor(ed, 0, 0) }
 
 // editableFor is editable for a write that will add extraData cells and
 // extraNodes sub-nodes (0 or 1 each): a copy gets exactly that much room, so
 // that the write leaves it full and commit has nothing to trim (a copy with
 // spare room would be copied a second time there). A node ed owns already
 // grows by appending.
-func (n *trieNode[V]) editableFor(ed *edit, extraData, extraNodes int) *trieNode[V] {
+func (n *trieNode[K, V]) editableFor(ed *edit, extraData, extraNodes int) *trieNode[K, V] {
 	if n.owner == ed {
 		return n
 	}
-	m := &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed}
+	m := &trieNode[K, V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed}
 	if len(n.data)+extraData > 0 {
-		m.data = make([]trieEntry[V], len(n.data), len(n.data)+extraData)
+		m.data = make([]trieEntry[K, V], len(n.data), len(n.data)+extraData)
 		copy(m.data, n.data)
 	}
 	if len(n.nodes)+extraNodes > 0 {
-		m.nodes = make([]*trieNode[V], len(n.nodes), len(n.nodes)+extraNodes)
+		m.nodes = make([]*trieNode[K, V], len(n.nodes), len(n.nodes)+extraNodes)
 		copy(m.nodes, n.nodes)
 	}
 	return m
@@ -233,19 +247,19 @@ func (n *trieNode[V]) editableFor(ed *edit, extraData, extraNodes int) *trieNode
 
 // pushDown returns n, or a copy ed owns, with its cell at data index i
 // replaced by the sub-node sub at slot bit.
-func (n *trieNode[V]) pushDown(ed *edit, i int, bit uint32, sub *trieNode[V]) *trieNode[V] {
+func (n *trieNode[K, V]) pushDown(ed *edit, i int, bit uint32, sub *trieNode[K, V]) *trieNode[K, V] {
 	at := slot(n.nodeMap, bit)
 	if n.owner == ed {
 		n.data = slices.Delete(n.data, i, i+1)
 		n.nodes = slices.Insert(n.nodes, at, sub)
 		ed.spare(n)
 	} else {
-		m := &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed}
+		m := &trieNode[K, V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed}
 		if len(n.data) > 1 {
-			m.data = make([]trieEntry[V], 0, len(n.data)-1)
+			m.data = make([]trieEntry[K, V], 0, len(n.data)-1)
 			m.data = append(append(m.data, n.data[:i]...), n.data[i+1:]...)
 		}
-		m.nodes = make([]*trieNode[V], 0, len(n.nodes)+1)
+		m.nodes = make([]*trieNode[K, V], 0, len(n.nodes)+1)
 		m.nodes = append(append(append(m.nodes, n.nodes[:at]...), sub), n.nodes[at:]...)
 		n = m
 	}
@@ -254,9 +268,8 @@ func (n *trieNode[V]) pushDown(ed *edit, i int, bit uint32, sub *trieNode[V]) *t
 	return n
 }
 
-// set stores e, whose key hashes to h under hf, in the sub-trie at shift
-// rooted at n.
-func (n *trieNode[V]) set(ed *edit, e trieEntry[V], h uint64, shift uint, hf hasher) (*trieNode[V], bool) {
+// set stores e, whose key hashes to h, in the sub-trie at shift rooted at n.
+func (n *trieNode[K, V]) set(ed *edit, e trieEntry[K, V], h uint64, shift uint) (*trieNode[K, V], bool) {
 	if shift >= hashWidth {
 		for i := range n.data {
 			if n.data[i].key == e.key {
@@ -283,12 +296,12 @@ func (n *trieNode[V]) set(ed *edit, e trieEntry[V], h uint64, shift uint, hf has
 			return m, false
 		}
 		// Two keys share this slot: push both down into a sub-node.
-		sub := pair(ed, n.data[i], hf(n.data[i].key), e, h, shift+trieBits)
+		sub := pair(ed, n.data[i], n.data[i].key.trieHash(), e, h, shift+trieBits)
 		return n.pushDown(ed, i, bit, sub), true
 	case n.nodeMap&bit != 0:
 		j := slot(n.nodeMap, bit)
 		child := n.nodes[j]
-		c, added := child.set(ed, e, h, shift+trieBits, hf)
+		c, added := child.set(ed, e, h, shift+trieBits)
 		if c == child {
 			return n, added // changed in place: n is owned by ed as well
 		}
@@ -309,21 +322,21 @@ func (n *trieNode[V]) set(ed *edit, e trieEntry[V], h uint64, shift uint, hf has
 
 // pair builds the sub-node at shift holding cells a and b (with hashes ha
 // and hb).
-func pair[V any](ed *edit, a trieEntry[V], ha uint64, b trieEntry[V], hb uint64, shift uint) *trieNode[V] {
+func pair[K trieKey, V any](ed *edit, a trieEntry[K, V], ha uint64, b trieEntry[K, V], hb uint64, shift uint) *trieNode[K, V] {
 	if shift >= hashWidth {
-		return &trieNode[V]{owner: ed, data: []trieEntry[V]{a, b}}
+		return &trieNode[K, V]{owner: ed, data: []trieEntry[K, V]{a, b}}
 	}
 	ia, ib := (ha>>shift)&trieMask, (hb>>shift)&trieMask
 	if ia == ib {
-		return &trieNode[V]{owner: ed, nodeMap: 1 << ia, nodes: []*trieNode[V]{pair(ed, a, ha, b, hb, shift+trieBits)}}
+		return &trieNode[K, V]{owner: ed, nodeMap: 1 << ia, nodes: []*trieNode[K, V]{pair(ed, a, ha, b, hb, shift+trieBits)}}
 	}
 	if ia > ib {
 		a, b = b, a
 	}
-	return &trieNode[V]{owner: ed, dataMap: 1<<ia | 1<<ib, data: []trieEntry[V]{a, b}}
+	return &trieNode[K, V]{owner: ed, dataMap: 1<<ia | 1<<ib, data: []trieEntry[K, V]{a, b}}
 }
 
-func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode[V], bool) {
+func (n *trieNode[K, V]) del(ed *edit, key K, h uint64, shift uint) (*trieNode[K, V], bool) {
 	if shift >= hashWidth {
 		for i := range n.data {
 			if n.data[i].key == key {
@@ -351,14 +364,14 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 		}
 		if c.nodeMap == 0 && len(c.data) == 1 {
 			// Keep the trie canonical: a lone cell moves up into this node.
-			var m *trieNode[V]
+			var m *trieNode[K, V]
 			if n.owner == ed {
 				m = n
 				m.nodes = slices.Delete(m.nodes, j, j+1)
 			} else {
 				// A copy of exactly the size it ends with: nothing to trim.
-				m = &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed,
-					data: make([]trieEntry[V], len(n.data), len(n.data)+1), nodes: without(n.nodes, j)}
+				m = &trieNode[K, V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed,
+					data: make([]trieEntry[K, V], len(n.data), len(n.data)+1), nodes: without(n.nodes, j)}
 				copy(m.data, n.data)
 			}
 			m.nodeMap &^= bit
@@ -381,13 +394,13 @@ func (n *trieNode[V]) del(ed *edit, key string, h uint64, shift uint) (*trieNode
 // withoutData returns n without its data cell i: n itself, changed in place,
 // if ed owns it (the room left is recorded for trim), else a copy ed owns of
 // exactly the size it ends with, so that commit has nothing to trim.
-func (n *trieNode[V]) withoutData(ed *edit, i int) *trieNode[V] {
+func (n *trieNode[K, V]) withoutData(ed *edit, i int) *trieNode[K, V] {
 	if n.owner == ed {
 		n.data = slices.Delete(n.data, i, i+1)
 		ed.spare(n)
 		return n
 	}
-	return &trieNode[V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed,
+	return &trieNode[K, V]{dataMap: n.dataMap, nodeMap: n.nodeMap, owner: ed,
 		data: without(n.data, i), nodes: exactCopy(n.nodes)}
 }
 
@@ -409,12 +422,12 @@ func (ed *edit) spare(n trimmable) {
 }
 
 // hasSpare reports whether n has room it does not use.
-func (n *trieNode[V]) hasSpare() bool {
+func (n *trieNode[K, V]) hasSpare() bool {
 	return cap(n.data) > len(n.data) || cap(n.nodes) > len(n.nodes)
 }
 
 // trim drops n's spare capacity (room left by appending in place).
-func (n *trieNode[V]) trim() {
+func (n *trieNode[K, V]) trim() {
 	if cap(n.data) > len(n.data) {
 		n.data = exactCopy(n.data)
 	}

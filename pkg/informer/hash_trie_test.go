@@ -6,18 +6,19 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // trieContent returns the entries of t as a map, checking that each key
 // appears once and that Len agrees.
-func trieContent[V any](t *testing.T, tr trie[V]) map[string]V {
+func trieContent[V any](t *testing.T, tr trie[indexValue, V]) map[string]V {
 	t.Helper()
 	out := map[string]V{}
-	tr.each(func(k string, v V) bool {
-		if _, dup := out[k]; dup {
+	tr.each(func(k indexValue, v V) bool {
+		if _, dup := out[string(k)]; dup {
 			t.Fatalf("key %q listed twice", k)
 		}
-		out[k] = v
+		out[string(k)] = v
 		return true
 	})
 	if len(out) != tr.Len() {
@@ -35,10 +36,10 @@ func TestTrieMatchesMapAndOldVersionsNeverChange(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 
 	type version struct {
-		tr   trie[int]
+		tr   trie[indexValue, int]
 		want map[string]int
 	}
-	var tr trie[int]
+	var tr trie[indexValue, int]
 	model := map[string]int{}
 	var kept []version
 	for i := range 5000 {
@@ -46,14 +47,14 @@ func TestTrieMatchesMapAndOldVersionsNeverChange(t *testing.T) {
 		ed := &edit{}
 		if rng.IntN(3) == 0 {
 			var removed bool
-			tr, removed = tr.del(ed, key)
+			tr, removed = tr.del(ed, indexValue(key))
 			_, had := model[key]
 			if removed != had {
 				t.Fatalf("step %d: del(%s) removed=%v, model had it=%v", i, key, removed, had)
 			}
 			delete(model, key)
 		} else {
-			tr = tr.set(ed, key, i)
+			tr = tr.set(ed, indexValue(key), i)
 			model[key] = i
 		}
 		if i%500 == 0 {
@@ -64,11 +65,11 @@ func TestTrieMatchesMapAndOldVersionsNeverChange(t *testing.T) {
 		t.Fatalf("final content differs from the model: %d vs %d entries", len(got), len(model))
 	}
 	for k, v := range model {
-		if got, ok := tr.get(k); !ok || got != v {
+		if got, ok := tr.get(indexValue(k)); !ok || got != v {
 			t.Fatalf("get(%s) = %d, %v; want %d", k, got, ok, v)
 		}
 	}
-	if _, ok := tr.get("absent"); ok {
+	if _, ok := tr.get(indexValue("absent")); ok {
 		t.Fatal("get of an absent key succeeded")
 	}
 	for i, v := range kept {
@@ -78,74 +79,82 @@ func TestTrieMatchesMapAndOldVersionsNeverChange(t *testing.T) {
 	}
 }
 
+// Keys whose hashes collide: all on one hash, hashes that differ in their top
+// bits only, and in their low bits only.
+type (
+	collideAll string
+	collideTop string
+	collideLow string
+)
+
+func (collideAll) trieHash() uint64   { return 42 }
+func (k collideTop) trieHash() uint64 { return uint64(len(k)) << 60 }
+func (k collideLow) trieHash() uint64 { return uint64(len(k) % 3) }
+
 // TestTrieHandlesFullHashCollisions forces every key onto one hash, and
 // pairs of keys onto hashes that differ only in their last bits, so that
 // entries go down to collision nodes and come back up when deleted.
 func TestTrieHandlesFullHashCollisions(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		hf   hasher
-	}{
-		{"all equal", func(string) uint64 { return 42 }},
-		{"differ in the top bits only", func(k string) uint64 { return uint64(len(k)) << 60 }},
-		{"differ in the low bits only", func(k string) uint64 { return uint64(len(k) % 3) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			root := &trieNode[int]{}
-			keys := []string{"a", "bb", "ccc", "dddd", "eeeee", "ffffff", "g"}
-			for i, k := range keys {
-				var added bool
-				root, added = root.set(&edit{}, trieEntry[int]{key: k, val: i}, tc.hf(k), 0, tc.hf)
-				if !added {
-					t.Fatalf("set(%s) did not add", k)
-				}
-			}
-			root, _ = root.set(&edit{}, trieEntry[int]{key: "bb", val: 100}, tc.hf("bb"), 0, tc.hf)
-			for i, k := range keys {
-				want := i
-				if k == "bb" {
-					want = 100
-				}
-				if v, ok := root.get(k, tc.hf(k)); !ok || v != want {
-					t.Fatalf("get(%s) = %d, %v; want %d", k, v, ok, want)
-				}
-			}
-			if _, ok := root.get("zz", tc.hf("zz")); ok {
-				t.Fatal("found an absent key")
-			}
-			for _, k := range slices.Backward(keys) {
-				var removed bool
-				root, removed = root.del(&edit{}, k, tc.hf(k), 0)
-				if !removed {
-					t.Fatalf("del(%s) did not remove", k)
-				}
-				if _, ok := root.get(k, tc.hf(k)); ok {
-					t.Fatalf("%s still found after del", k)
-				}
-			}
-			if len(root.data) != 0 || len(root.nodes) != 0 {
-				t.Fatalf("root not empty after deleting everything: %d entries, %d nodes", len(root.data), len(root.nodes))
-			}
-		})
+	t.Run("all equal", testTrieCollisions[collideAll])
+	t.Run("differ in the top bits only", testTrieCollisions[collideTop])
+	t.Run("differ in the low bits only", testTrieCollisions[collideLow])
+}
+
+func testTrieCollisions[K interface {
+	trieKey
+	~string
+}](t *testing.T) {
+	var tr trie[K, int]
+	keys := []K{"a", "bb", "ccc", "dddd", "eeeee", "ffffff", "g"}
+	for i, k := range keys {
+		n := tr.Len()
+		if tr = tr.set(&edit{}, k, i); tr.Len() != n+1 {
+			t.Fatalf("set(%s) did not add", k)
+		}
+	}
+	tr = tr.set(&edit{}, "bb", 100)
+	for i, k := range keys {
+		want := i
+		if k == "bb" {
+			want = 100
+		}
+		if v, ok := tr.get(k); !ok || v != want {
+			t.Fatalf("get(%s) = %d, %v; want %d", k, v, ok, want)
+		}
+	}
+	if _, ok := tr.get("zz"); ok {
+		t.Fatal("found an absent key")
+	}
+	for _, k := range slices.Backward(keys) {
+		var removed bool
+		if tr, removed = tr.del(&edit{}, k); !removed {
+			t.Fatalf("del(%s) did not remove", k)
+		}
+		if _, ok := tr.get(k); ok {
+			t.Fatalf("%s still found after del", k)
+		}
+	}
+	if tr.Len() != 0 || len(tr.root.data) != 0 || len(tr.root.nodes) != 0 {
+		t.Fatalf("root not empty after deleting everything: %d entries, %d nodes", len(tr.root.data), len(tr.root.nodes))
 	}
 }
 
 // TestTrieEditTokenMutatesOnlyItsOwnNodes: writes under one token change the
 // nodes that token created in place, and never a node published before.
 func TestTrieEditTokenMutatesOnlyItsOwnNodes(t *testing.T) {
-	var base trie[int]
+	var base trie[indexValue, int]
 	ed := &edit{}
 	for i := range 100 {
-		base = base.set(ed, fmt.Sprintf("k%d", i), i)
+		base = base.set(ed, indexValue(fmt.Sprintf("k%d", i)), i)
 	}
 	before := trieContent(t, base)
 	batch := &edit{}
 	next := base
 	for i := range 100 {
-		next = next.set(batch, fmt.Sprintf("k%d", i), -i)
+		next = next.set(batch, indexValue(fmt.Sprintf("k%d", i)), -i)
 	}
 	rootAfterFirst := next.root
-	next = next.set(batch, "k0", 7)
+	next = next.set(batch, indexValue("k0"), 7)
 	if next.root != rootAfterFirst {
 		t.Fatal("a second write under the same token copied its own root again")
 	}
@@ -155,7 +164,7 @@ func TestTrieEditTokenMutatesOnlyItsOwnNodes(t *testing.T) {
 }
 
 // spareNodes counts the nodes of the sub-trie at n with unused capacity.
-func spareNodes[V any](n *trieNode[V]) int {
+func spareNodes[K trieKey, V any](n *trieNode[K, V]) int {
 	if n == nil {
 		return 0
 	}
@@ -174,7 +183,7 @@ func spareNodes[V any](n *trieNode[V]) int {
 // place; after it, no node of the trie keeps unused capacity, and the content
 // is the map's.
 func TestTrieTrimLeavesNoSpareRoom(t *testing.T) {
-	var tr trie[int]
+	var tr trie[indexValue, int]
 	want := map[string]int{}
 	grewSome := false
 	for round := range 20 {
@@ -182,11 +191,11 @@ func TestTrieTrimLeavesNoSpareRoom(t *testing.T) {
 		for i := range 400 {
 			k := fmt.Sprintf("k%d", (round*137+i*7)%3000)
 			if i%5 == 4 {
-				tr, _ = tr.del(ed, k)
+				tr, _ = tr.del(ed, indexValue(k))
 				delete(want, k)
 				continue
 			}
-			tr = tr.set(ed, k, i)
+			tr = tr.set(ed, indexValue(k), i)
 			want[k] = i
 		}
 		if spareNodes(tr.root) > 0 {
@@ -209,20 +218,20 @@ func TestTrieTrimLeavesNoSpareRoom(t *testing.T) {
 // key fn's value, in nodes the token owns (writes under it then copy
 // nothing), and never changes the trie it maps.
 func TestTrieMappedKeepsKeysMapsValuesAndLeavesTheOriginal(t *testing.T) {
-	var tr trie[int]
+	var tr trie[indexValue, int]
 	ed := &edit{}
 	model := map[string]int{}
 	for i := range 3000 {
 		key := fmt.Sprintf("k%d", i)
-		tr = tr.set(ed, key, i)
+		tr = tr.set(ed, indexValue(key), i)
 		model[key] = i
 	}
-	tr, _ = tr.del(ed, "k7")
+	tr, _ = tr.del(ed, indexValue("k7"))
 	delete(model, "k7")
 	ed.trim()
 
 	med := &edit{}
-	m := tr.mapped(med, func(key string, v int) int { return -v })
+	m := tr.mapped(med, func(key indexValue, v int) (indexValue, int) { return key, -v })
 	want := map[string]int{}
 	for k, v := range model {
 		want[k] = -v
@@ -231,7 +240,7 @@ func TestTrieMappedKeepsKeysMapsValuesAndLeavesTheOriginal(t *testing.T) {
 		t.Fatalf("mapped content differs: %d vs %d entries", len(got), len(want))
 	}
 	for k, v := range want {
-		if got, ok := m.get(k); !ok || got != v {
+		if got, ok := m.get(indexValue(k)); !ok || got != v {
 			t.Fatalf("mapped get(%s) = %d, %v; want %d", k, got, ok, v)
 		}
 	}
@@ -241,22 +250,22 @@ func TestTrieMappedKeepsKeysMapsValuesAndLeavesTheOriginal(t *testing.T) {
 	// Writes under the mapping's token change its nodes in place: the root
 	// stays the same node.
 	root := m.root
-	m = m.set(med, "k1", 99)
-	m, _ = m.del(med, "k2")
+	m = m.set(med, indexValue("k1"), 99)
+	m, _ = m.del(med, indexValue("k2"))
 	if m.root != root {
 		t.Fatal("a write under the mapping's token copied its root")
 	}
-	if got, _ := tr.get("k1"); got != 1 {
+	if got, _ := tr.get(indexValue("k1")); got != 1 {
 		t.Fatalf("the original's k1 = %d after a write to the mapped trie, want 1", got)
 	}
-	if got, _ := m.get("k1"); got != 99 {
+	if got, _ := m.get(indexValue("k1")); got != 99 {
 		t.Fatalf("the mapped trie's k1 = %d after the write, want 99", got)
 	}
-	if _, ok := tr.get("k2"); !ok {
+	if _, ok := tr.get(indexValue("k2")); !ok {
 		t.Fatal("a delete from the mapped trie removed k2 from the original")
 	}
-	var empty trie[int]
-	if got := empty.mapped(med, func(string, int) int { return 0 }); got.Len() != 0 || got.root != nil {
+	var empty trie[indexValue, int]
+	if got := empty.mapped(med, func(k indexValue, _ int) (indexValue, int) { return k, 0 }); got.Len() != 0 || got.root != nil {
 		t.Fatal("mapping the empty trie gave a non-empty one")
 	}
 }
@@ -266,12 +275,12 @@ func TestTrieMappedKeepsKeysMapsValuesAndLeavesTheOriginal(t *testing.T) {
 // batch of one delete (Indexer.Delete) has nothing to trim at commit and
 // no node keeps spare room.
 func TestTrieDeleteUnderANewTokenLeavesNothingToTrim(t *testing.T) {
-	var tr trie[int]
+	var tr trie[indexValue, int]
 	want := map[string]int{}
 	ed := &edit{}
 	for i := range 2000 {
 		k := fmt.Sprintf("k%d", i)
-		tr = tr.set(ed, k, i)
+		tr = tr.set(ed, indexValue(k), i)
 		want[k] = i
 	}
 	ed.trim()
@@ -281,7 +290,7 @@ func TestTrieDeleteUnderANewTokenLeavesNothingToTrim(t *testing.T) {
 		}
 		k := fmt.Sprintf("k%d", i)
 		ed := &edit{}
-		tr, _ = tr.del(ed, k)
+		tr, _ = tr.del(ed, indexValue(k))
 		delete(want, k)
 		if len(ed.grown) != 0 || spareNodes(tr.root) != 0 {
 			t.Fatalf("delete of %s: %d nodes to trim, %d with spare room", k, len(ed.grown), spareNodes(tr.root))
@@ -289,5 +298,30 @@ func TestTrieDeleteUnderANewTokenLeavesNothingToTrim(t *testing.T) {
 	}
 	if got := trieContent(t, tr); !maps.Equal(got, want) {
 		t.Fatalf("content differs from the map: %d entries, want %d", len(got), len(want))
+	}
+}
+
+// TestBucketEntryIsOneCellPointer pins what an index costs per (value,
+// object) pair: a bucket's entry is the cell alone (its key is the cell,
+// which holds the stored key), 8 bytes, not a key string beside it.
+func TestBucketEntryIsOneCellPointer(t *testing.T) {
+	if size := unsafe.Sizeof(trieEntry[*cell, struct{}]{}); size != unsafe.Sizeof((*cell)(nil)) {
+		t.Fatalf("a bucket entry takes %d bytes, want %d (one pointer)", size, unsafe.Sizeof((*cell)(nil)))
+	}
+	var b bucket
+	ed := &edit{}
+	cells := []*cell{{key: "ns/a"}, {key: "ns/b"}, {key: "ns/a"}} // a key deleted and back: a new cell
+	for _, c := range cells {
+		b = b.set(ed, c, struct{}{})
+	}
+	b, _ = b.del(ed, cells[0])
+	var keys []string
+	b.each(func(c *cell, _ struct{}) bool { keys = append(keys, c.key); return true })
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"ns/a", "ns/b"}) || b.Len() != 2 {
+		t.Fatalf("bucket holds %q (Len %d), want the second cell of ns/a and ns/b", keys, b.Len())
+	}
+	if _, ok := b.get(cells[2]); !ok {
+		t.Fatal("the cell that came back for ns/a is not in the bucket")
 	}
 }

@@ -251,13 +251,13 @@ func (ix *Indexer) build(list []any, funcs *indexFuncs, rv string) (*segmentTabl
 
 // indexAll builds t's indexes from its cells (before t is published).
 func (t *segmentTable) indexAll() {
-	set := &indexSet{byName: make([]trie[bucket], len(t.funcs.names))}
+	set := &indexSet{byName: make([]trie[indexValue, bucket], len(t.funcs.names))}
 	ed := &edit{}
 	for j := range t.segments {
 		for _, se := range t.segments[j].Load().slots {
 			r := se.e.rec.Load()
 			for i := range set.byName {
-				set.byName[i] = refileIndex(ed, set.byName[i], se.key, se.e, nil, r.filed(i, len(set.byName)))
+				set.byName[i] = refileIndex(ed, set.byName[i], se.e, nil, r.filed(i, len(set.byName)))
 			}
 		}
 	}
@@ -294,14 +294,14 @@ func (ix *Indexer) Index(indexName string, obj any) ([]any, error) {
 	seen := map[*cell]struct{}{}
 	var out []any
 	for _, v := range values {
-		b, _ := idx.get(v)
-		b.each(func(key string, e *cell) bool {
+		b, _ := idx.get(indexValue(v))
+		b.each(func(e *cell, _ struct{}) bool {
 			if _, dup := seen[e]; dup {
 				return true
 			}
 			if r := e.rec.Load(); r.filedUnder(i, len(t.funcs.names), v) {
 				seen[e] = struct{}{}
-				if obj, err := ix.read(key, r); err == nil {
+				if obj, err := ix.read(e.key, r); err == nil {
 					out = append(out, obj)
 				}
 			}
@@ -312,22 +312,22 @@ func (ix *Indexer) Index(indexName string, obj any) ([]any, error) {
 }
 
 // index returns the position and content of the index named name.
-func (t *segmentTable) index(name string) (int, trie[bucket], bool) {
+func (t *segmentTable) index(name string) (int, trie[indexValue, bucket], bool) {
 	i, ok := slices.BinarySearch(t.funcs.names, name)
 	if !ok {
-		return 0, trie[bucket]{}, false
+		return 0, trie[indexValue, bucket]{}, false
 	}
 	return i, t.indices.Load().byName[i], true
 }
 
 // bucketObjects returns the objects filed under value in idx (index i of
 // t): those of the bucket's cells whose current record is filed there.
-func (ix *Indexer) bucketObjects(t *segmentTable, idx trie[bucket], i int, value string) []any {
-	b, _ := idx.get(value)
+func (ix *Indexer) bucketObjects(t *segmentTable, idx trie[indexValue, bucket], i int, value string) []any {
+	b, _ := idx.get(indexValue(value))
 	out := make([]any, 0, b.Len())
-	b.each(func(key string, e *cell) bool {
+	b.each(func(e *cell, _ struct{}) bool {
 		if r := e.rec.Load(); r.filedUnder(i, len(t.funcs.names), value) {
-			if obj, err := ix.read(key, r); err == nil {
+			if obj, err := ix.read(e.key, r); err == nil {
 				out = append(out, obj)
 			}
 		}
@@ -360,11 +360,11 @@ func (ix *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	if !ok {
 		return nil, errNoIndex(indexName)
 	}
-	b, _ := idx.get(indexedValue)
+	b, _ := idx.get(indexValue(indexedValue))
 	out := make([]string, 0, b.Len())
-	b.each(func(key string, e *cell) bool {
+	b.each(func(e *cell, _ struct{}) bool {
 		if e.rec.Load().filedUnder(i, len(t.funcs.names), indexedValue) {
-			out = append(out, key)
+			out = append(out, e.key)
 		}
 		return true
 	})
@@ -380,8 +380,8 @@ func (ix *Indexer) ListIndexFuncValues(indexName string) []string {
 		return nil
 	}
 	out := make([]string, 0, idx.Len())
-	idx.each(func(v string, _ bucket) bool {
-		out = append(out, v)
+	idx.each(func(v indexValue, _ bucket) bool {
+		out = append(out, string(v))
 		return true
 	})
 	slices.Sort(out)

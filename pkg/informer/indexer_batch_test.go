@@ -286,9 +286,9 @@ func TestWriteBatchStoreRVIsTheNewestPutAtCommit(t *testing.T) {
 func renderIndexes(funcs *indexFuncs, set *indexSet) string {
 	var b strings.Builder
 	for i, name := range funcs.names {
-		set.byName[i].each(func(v string, bk bucket) bool {
+		set.byName[i].each(func(v indexValue, bk bucket) bool {
 			var keys []string
-			bk.each(func(k string, _ *cell) bool { keys = append(keys, k); return true })
+			bk.each(func(e *cell, _ struct{}) bool { keys = append(keys, e.key); return true })
 			slices.Sort(keys)
 			fmt.Fprintf(&b, "%s=%s:%v;", name, v, keys)
 			return true

@@ -291,9 +291,9 @@ func (rb *rebuildState) fill(ctx context.Context, t0 *segmentTable, observe func
 			if r == nil {
 				continue // deleted meanwhile: noted
 			}
-			v, added, err := rb.ch.vals(se.key, r)
+			v, added, err := rb.ch.vals(se.e.key, r)
 			if err != nil {
-				rb.errs[se.key] = err
+				rb.errs[se.e.key] = err
 			}
 			if observe != nil {
 				if err := observe(added); err != nil {
@@ -301,7 +301,7 @@ func (rb *rebuildState) fill(ctx context.Context, t0 *segmentTable, observe func
 				}
 			}
 			rec, _ := newRecord(r.obj, r.data, nil, v)
-			next.fill(se.key, rec, labelPrint(se.e.print.Load()))
+			next.fill(se.e.key, rec, labelPrint(se.e.print.Load()))
 			if n++; n%256 == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
@@ -375,12 +375,12 @@ func (t *segmentTable) putPrivate(key string, rec *record, print labelPrint, ed 
 		e = s.slots[i].e
 		old = e.rec.Load()
 	} else {
-		e = &cell{}
+		e = &cell{key: key}
 		if s == emptySegment {
 			s = &segment{}
 			slot.Store(s)
 		}
-		s.slots = append(s.slots, segmentSlot{hash: h, key: key, e: e})
+		s.slots = append(s.slots, segmentSlot{hash: h, e: e})
 		t.size.Add(1)
 	}
 	e.print.Store(uint64(print))
@@ -411,7 +411,7 @@ func (t *segmentTable) removePrivate(key string, ed *edit) {
 func (t *segmentTable) refilePrivate(key string, e *cell, old, rec *record, ed *edit) {
 	idx := t.indices.Load()
 	for i := range idx.byName {
-		idx.byName[i] = refileIndex(ed, idx.byName[i], key, e, old.filed(i, len(idx.byName)), rec.filed(i, len(idx.byName)))
+		idx.byName[i] = refileIndex(ed, idx.byName[i], e, old.filed(i, len(idx.byName)), rec.filed(i, len(idx.byName)))
 	}
 }
 
@@ -422,7 +422,7 @@ func (ix *Indexer) IndexStats(name string) (values, entries int, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	idx.each(func(_ string, b bucket) bool {
+	idx.each(func(_ indexValue, b bucket) bool {
 		entries += b.Len()
 		return true
 	})
@@ -437,7 +437,7 @@ func (ix *Indexer) IndexCount(name, value string) int {
 	if !ok {
 		return 0
 	}
-	b, _ := idx.get(value)
+	b, _ := idx.get(indexValue(value))
 	return b.Len()
 }
 

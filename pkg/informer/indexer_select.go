@@ -130,15 +130,15 @@ func (s *selectState) fromIndex(t *segmentTable, from Candidates) error {
 	if len(from.Values) > 1 && !from.Distinct {
 		n := 0
 		for _, v := range from.Values {
-			b, _ := idx.get(v)
+			b, _ := idx.get(indexValue(v))
 			n += b.Len()
 		}
 		seen = make(map[*cell]struct{}, n)
 	}
 	more := true
 	for _, v := range from.Values {
-		b, _ := idx.get(v)
-		b.each(func(key string, e *cell) bool {
+		b, _ := idx.get(indexValue(v))
+		b.each(func(e *cell, _ struct{}) bool {
 			if s.query != nil && !s.query.mayMatch(labelPrint(e.print.Load())) {
 				s.visited++
 				return true
@@ -153,7 +153,7 @@ func (s *selectState) fromIndex(t *segmentTable, from Candidates) error {
 				}
 				seen[e] = struct{}{}
 			}
-			more = s.visit(key, r)
+			more = s.visit(e.key, r)
 			return more
 		})
 		if !more {

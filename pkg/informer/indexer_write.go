@@ -257,7 +257,7 @@ func (b *writeBatch) write(key string, obj any, v prepared) (old, rec *record, e
 	b.t.account(old, rec)
 	if !found {
 		p := b.privateSegment(slot, 1)
-		p.slots = append(p.slots, segmentSlot{hash: h, key: key, e: e})
+		p.slots = append(p.slots, segmentSlot{hash: h, e: e})
 		b.added++
 	}
 	if changed {
@@ -332,30 +332,30 @@ func (b *writeBatch) refile(key string, e *cell, old, rec *record) {
 		b.ed = &edit{}
 	}
 	for i := range b.idx.byName {
-		b.idx.byName[i] = refileIndex(b.ed, b.idx.byName[i], key, e, old.filed(i, len(b.idx.byName)), rec.filed(i, len(b.idx.byName)))
+		b.idx.byName[i] = refileIndex(b.ed, b.idx.byName[i], e, old.filed(i, len(b.idx.byName)), rec.filed(i, len(b.idx.byName)))
 	}
 }
 
-// refileIndex moves key's cell e in one index from the buckets of oldVals
+// refileIndex moves the cell e in one index from the buckets of oldVals
 // to those of newVals, dropping buckets that become empty.
-func refileIndex(ed *edit, idx trie[bucket], key string, e *cell, oldVals, newVals []string) trie[bucket] {
+func refileIndex(ed *edit, idx trie[indexValue, bucket], e *cell, oldVals, newVals []string) trie[indexValue, bucket] {
 	if slices.Equal(oldVals, newVals) {
 		return idx
 	}
 	for _, v := range oldVals {
-		b, ok := idx.get(v)
+		b, ok := idx.get(indexValue(v))
 		if !ok {
 			continue
 		}
-		if b, _ = b.del(ed, key); b.Len() == 0 {
-			idx, _ = idx.del(ed, v)
+		if b, _ = b.del(ed, e); b.Len() == 0 {
+			idx, _ = idx.del(ed, indexValue(v))
 		} else {
-			idx = idx.set(ed, v, b)
+			idx = idx.set(ed, indexValue(v), b)
 		}
 	}
 	for _, v := range newVals {
-		b, _ := idx.get(v)
-		idx = idx.set(ed, v, b.set(ed, key, e))
+		b, _ := idx.get(indexValue(v))
+		idx = idx.set(ed, indexValue(v), b.set(ed, e, struct{}{}))
 	}
 	return idx
 }

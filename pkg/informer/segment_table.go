@@ -40,20 +40,24 @@ type segmentTable struct {
 }
 
 // indexSet is an immutable set of indexes, aligned with indexFuncs.names:
-// indexed value → (key → cell). Buckets hold cells, so a write that does
+// indexed value → set of cells. Buckets hold cells, so a write that does
 // not change an object's index values leaves the indexes alone, and ByIndex
 // reads each object without a second lookup.
 type indexSet struct {
-	byName []trie[bucket]
+	byName []trie[indexValue, bucket]
 }
 
-// bucket is the persistent set of the cells filed under one value.
-type bucket = trie[*cell]
+// bucket is the persistent set of the cells filed under one value: the
+// cells themselves are its keys (8 B an entry; a cell knows its key).
+type bucket = trie[*cell, struct{}]
 
 // cell is the cell of one stored key: its current record, nil once the key
 // is deleted (a deleted key gets a new cell if it comes back).
 type cell struct {
 	rec atomic.Pointer[record]
+	// key is the stored key, never changed (the segment slots and the
+	// index buckets holding the cell read it there).
+	key string
 	// print is the labelPrint of the current record's object (0: none),
 	// stored before the record by the writer; a reader may see the print of
 	// the previous or the next record with a record, which gives it either
@@ -67,8 +71,7 @@ type segment struct {
 }
 
 type segmentSlot struct {
-	hash uint64 // keyHash(key): compared before the key
-	key  string
+	hash uint64 // keyHash(e.key): compared before the key
 	e    *cell
 }
 
@@ -127,6 +130,9 @@ var emptySegment = &segment{}
 
 func keyHash(key string) uint64 { return maphash.String(keySeed, key) }
 
+// trieHash makes a cell the key of the index buckets that hold it.
+func (e *cell) trieHash() uint64 { return trieHash(e.key) }
+
 // bitsFor returns the segment bits, at least from, under which n keys keep
 // the mean segment size at most segmentTarget: the one growth rule of every
 // table (newSegmentTable, Indexer.grownFor, cloned).
@@ -145,7 +151,7 @@ func newSegmentTable(funcs *indexFuncs, n int, rv string) *segmentTable {
 	for i := range t.segments {
 		t.segments[i].Store(emptySegment)
 	}
-	t.indices.Store(&indexSet{byName: make([]trie[bucket], len(funcs.names))})
+	t.indices.Store(&indexSet{byName: make([]trie[indexValue, bucket], len(funcs.names))})
 	t.rv.Store(&rv)
 	return t
 }
@@ -178,7 +184,7 @@ func (t *segmentTable) cellOf(key string) *cell {
 func (t *segmentTable) eachCell(fn func(key string, e *cell) bool) {
 	for i := range t.segments {
 		for _, se := range t.segments[i].Load().slots {
-			if !fn(se.key, se.e) {
+			if !fn(se.e.key, se.e) {
 				return
 			}
 		}
@@ -189,7 +195,7 @@ func (t *segmentTable) eachCell(fn func(key string, e *cell) bool) {
 func (t *segmentTable) each(fn func(key string, r *record) bool) {
 	for i := range t.segments {
 		for _, se := range t.segments[i].Load().slots {
-			if r := se.e.rec.Load(); r != nil && !fn(se.key, r) {
+			if r := se.e.rec.Load(); r != nil && !fn(se.e.key, r) {
 				return
 			}
 		}
@@ -200,7 +206,7 @@ func (t *segmentTable) each(fn func(key string, r *record) bool) {
 // short: a linear scan comparing hashes beats a binary search of strings.
 func (s *segment) search(h uint64, key string) (int, bool) {
 	for i := range s.slots {
-		if s.slots[i].hash == h && s.slots[i].key == key {
+		if s.slots[i].hash == h && s.slots[i].e.key == key {
 			return i, true
 		}
 	}
@@ -214,27 +220,7 @@ func (s *segment) cellFor(h uint64, key string) (e *cell, old *record, found boo
 		e = s.slots[i].e
 		return e, e.rec.Load(), true
 	}
-	return &cell{}, nil, false
-}
-
-// with returns a copy of s with e added for key, whose hash is h (s does not
-// hold key).
-func (s *segment) with(h uint64, key string, e *cell) *segment {
-	out := make([]segmentSlot, len(s.slots)+1)
-	copy(out, s.slots)
-	out[len(s.slots)] = segmentSlot{hash: h, key: key, e: e}
-	return &segment{slots: out}
-}
-
-// without returns a copy of s without cell i.
-func (s *segment) without(i int) *segment {
-	if len(s.slots) == 1 {
-		return &segment{}
-	}
-	out := make([]segmentSlot, len(s.slots)-1)
-	copy(out, s.slots[:i])
-	copy(out[i:], s.slots[i+1:])
-	return &segment{slots: out}
+	return &cell{key: key}, nil, false
 }
 
 // fill adds a key with a new cell holding rec to a table that no reader
@@ -247,10 +233,10 @@ func (t *segmentTable) fill(key string, rec *record, print labelPrint) {
 		s = &segment{}
 		slot.Store(s)
 	}
-	e := &cell{}
+	e := &cell{key: key}
 	e.print.Store(uint64(print))
 	e.rec.Store(rec)
-	s.slots = append(s.slots, segmentSlot{hash: h, key: key, e: e})
+	s.slots = append(s.slots, segmentSlot{hash: h, e: e})
 	t.size.Add(1)
 	t.account(nil, rec)
 }
@@ -263,10 +249,10 @@ func (t *segmentTable) sortSegments() {
 		if len(s.slots) < 2 {
 			continue
 		}
-		slices.SortStableFunc(s.slots, func(a, b segmentSlot) int { return strings.Compare(a.key, b.key) })
+		slices.SortStableFunc(s.slots, func(a, b segmentSlot) int { return strings.Compare(a.e.key, b.e.key) })
 		out := s.slots[:0]
 		for j, se := range s.slots {
-			if j+1 < len(s.slots) && s.slots[j+1].key == se.key {
+			if j+1 < len(s.slots) && s.slots[j+1].e.key == se.e.key {
 				t.account(se.e.rec.Load(), nil)
 				continue
 			}
@@ -312,22 +298,23 @@ func (t *segmentTable) cloned(n int64, ed *edit) *segmentTable {
 			c.segments[i<<split+j].Store(parts[j])
 		}
 		for _, se := range cells {
-			e := &cell{}
+			e := &cell{key: se.e.key}
 			e.print.Store(se.e.print.Load())
 			e.rec.Store(se.e.rec.Load())
 			if moved != nil {
 				moved[se.e] = e
 			}
 			p := parts[se.hash>>(64-bits)&(1<<split-1)]
-			p.slots = append(p.slots, segmentSlot{hash: se.hash, key: se.key, e: e})
+			p.slots = append(p.slots, segmentSlot{hash: se.hash, e: e})
 		}
 	}
 	// A filed key is a stored key (the writer refiles a key before it lets
 	// go of the writer mutex), so every cell of the indexes has moved.
-	cell := func(_ string, old *cell) *cell { return moved[old] }
-	idx := &indexSet{byName: make([]trie[bucket], len(cur.byName))}
+	// A moved cell has its old cell's key, so its hash: the buckets keep their shape.
+	cell := func(old *cell, v struct{}) (*cell, struct{}) { return moved[old], v }
+	idx := &indexSet{byName: make([]trie[indexValue, bucket], len(cur.byName))}
 	for i, values := range cur.byName {
-		idx.byName[i] = values.mapped(ed, func(_ string, b bucket) bucket { return b.mapped(ed, cell) })
+		idx.byName[i] = values.mapped(ed, func(v indexValue, b bucket) (indexValue, bucket) { return v, b.mapped(ed, cell) })
 	}
 	c.indices.Store(idx)
 	c.size.Store(t.size.Load())

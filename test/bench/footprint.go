@@ -63,7 +63,7 @@ func footFigures() []Figure {
 		{FigFootClientGoStore, "client-go store entry and namespace index, on top of a decoded pod", "B", false},
 		{FigFootPayload, "protobuf encoding of the stripped pod (deltacache's payload without compression)", "B", false},
 		{FigFootCompressed, "the same, compressed against the kind's dictionaries (deltacache's payload)", "B", false},
-		{FigFootStore, "deltacache store entry (record, cell, shard slot, key) on top of the payload", "B", false},
+		{FigFootStore, "deltacache store entry (record, cell and its key, segment slot) on top of the payload", "B", false},
 		{FigFootNamespaceIndex, "deltacache namespace index", "B", false},
 		{FigFootLabelFieldIndex, "deltacache label:app and field:spec.nodeName indexes (values interned)", "B", false},
 		{FigFootRealDecodedFull, "realistic pod (60 templates), decoded with managedFields", "B", false},
