@@ -107,6 +107,10 @@ func (w OperatorWorkload) Run(ctx context.Context) (Values, error) {
 	}
 	var received atomic.Int64
 	cfg := countingConfig(w.Config, &received)
+	stopSyncProfile, err := startProfile(w.Contender, "-sync")
+	if err != nil {
+		return nil, err
+	}
 	began := time.Now()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 benchScheme(),
@@ -141,6 +145,7 @@ func (w OperatorWorkload) Run(ctx context.Context) (Values, error) {
 	}
 	v := Values{}
 	v.add(FigOpSync, time.Since(began).Seconds())
+	stopSyncProfile()
 	if err := os.WriteFile(w.ReadyFile, nil, 0o600); err != nil {
 		return nil, err
 	}
@@ -149,7 +154,7 @@ func (w OperatorWorkload) Run(ctx context.Context) (Values, error) {
 	}
 	churnCPU := cpuSeconds()
 	samples := sampleRSS(ctx)
-	stopProfile, err := startProfile(w.Contender)
+	stopProfile, err := startProfile(w.Contender, "")
 	if err != nil {
 		return nil, err
 	}
@@ -202,17 +207,18 @@ func (w OperatorWorkload) await(ctx context.Context, want string) error {
 }
 
 // OperatorProfileEnv names a directory: when set, each operator child writes the CPU
-// profile of its churn there as <contender>.pprof (for development; not in the report).
+// profiles of its start until synced and of its churn there, as <contender>-sync.pprof
+// and <contender>.pprof (for development; not in the report).
 const OperatorProfileEnv = "BENCH_OPERATOR_PROFILE"
 
-// startProfile starts the CPU profile of OperatorProfileEnv, if set, and returns the
-// function that stops it.
-func startProfile(c Contender) (func(), error) {
+// startProfile starts the CPU profile of OperatorProfileEnv, if set, in
+// <contender><suffix>.pprof, and returns the function that stops it.
+func startProfile(c Contender, suffix string) (func(), error) {
 	dir := os.Getenv(OperatorProfileEnv)
 	if dir == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(filepath.Join(dir, string(c)+".pprof"))
+	f, err := os.Create(filepath.Join(dir, string(c)+suffix+".pprof"))
 	if err != nil {
 		return nil, err
 	}
