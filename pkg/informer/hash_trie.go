@@ -12,7 +12,7 @@ import (
 //
 // A trie value is never modified once published: set and del return a new
 // trie that shares every untouched node with the old one and copies the path
-// to the changed cell (O(log32 n) nodes). Readers of an old trie are thus
+// to the changed entry (O(log32 n) nodes). Readers of an old trie are thus
 // never disturbed by a writer, and need no lock.
 //
 // Writes take an *edit token: nodes created under the same token are changed
@@ -78,10 +78,10 @@ type indexValue string
 
 func (v indexValue) trieHash() uint64 { return trieHash(string(v)) }
 
-// trieNode holds up to 32 slots, each empty, an cell (dataMap bit set) or a
+// trieNode holds up to 32 slots, each empty, an entry (dataMap bit set) or a
 // sub-node (nodeMap bit set); data and nodes are dense, ordered by slot. A
 // node below the hash's last bits (shift ≥ 64) is a collision node: data
-// holds every cell, compared by key.
+// holds every entry, compared by key.
 type trieNode[K trieKey, V any] struct {
 	dataMap uint32
 	nodeMap uint32
@@ -100,7 +100,7 @@ var trieSeed = maphash.MakeSeed()
 
 func trieHash(key string) uint64 { return maphash.String(trieSeed, key) }
 
-// Len returns the number of cells.
+// Len returns the number of entries.
 func (t trie[K, V]) Len() int { return t.size }
 
 // get returns the value stored under key.
@@ -168,7 +168,7 @@ func (t trie[K, V]) del(ed *edit, key K) (trie[K, V], bool) {
 	return t, true
 }
 
-// each calls fn for every cell until fn returns false.
+// each calls fn for every entry until fn returns false.
 func (t trie[K, V]) each(fn func(key K, val V) bool) {
 	if t.root != nil {
 		t.root.each(fn)
@@ -224,7 +224,7 @@ func slot(bitmap, bit uint32) int { return bits.OnesCount32(bitmap & (bit - 1)) 
 // editable returns n itself if ed owns it, else a copy that ed owns.
 func (n *trieNode[K, V]) editable(ed *edit) *trieNode[K, V] { return n.editableFor(ed, 0, 0) }
 
-// editableFor is editable for a write that will add extraData cells and
+// editableFor is editable for a write that will add extraData entries and
 // extraNodes sub-nodes (0 or 1 each): a copy gets exactly that much room, so
 // that the write leaves it full and commit has nothing to trim (a copy with
 // spare room would be copied a second time there). A node ed owns already
@@ -245,7 +245,7 @@ func (n *trieNode[K, V]) editableFor(ed *edit, extraData, extraNodes int) *trieN
 	return m
 }
 
-// pushDown returns n, or a copy ed owns, with its cell at data index i
+// pushDown returns n, or a copy ed owns, with its entry at data index i
 // replaced by the sub-node sub at slot bit.
 func (n *trieNode[K, V]) pushDown(ed *edit, i int, bit uint32, sub *trieNode[K, V]) *trieNode[K, V] {
 	at := slot(n.nodeMap, bit)
@@ -320,7 +320,7 @@ func (n *trieNode[K, V]) set(ed *edit, e trieEntry[K, V], h uint64, shift uint) 
 	}
 }
 
-// pair builds the sub-node at shift holding cells a and b (with hashes ha
+// pair builds the sub-node at shift holding entries a and b (with hashes ha
 // and hb).
 func pair[K trieKey, V any](ed *edit, a trieEntry[K, V], ha uint64, b trieEntry[K, V], hb uint64, shift uint) *trieNode[K, V] {
 	if shift >= hashWidth {
@@ -363,7 +363,7 @@ func (n *trieNode[K, V]) del(ed *edit, key K, h uint64, shift uint) (*trieNode[K
 			return n, false
 		}
 		if c.nodeMap == 0 && len(c.data) == 1 {
-			// Keep the trie canonical: a lone cell moves up into this node.
+			// Keep the trie canonical: a lone entry moves up into this node.
 			var m *trieNode[K, V]
 			if n.owner == ed {
 				m = n
@@ -391,7 +391,7 @@ func (n *trieNode[K, V]) del(ed *edit, key K, h uint64, shift uint) (*trieNode[K
 	}
 }
 
-// withoutData returns n without its data cell i: n itself, changed in place,
+// withoutData returns n without its data entry i: n itself, changed in place,
 // if ed owns it (the room left is recorded for trim), else a copy ed owns of
 // exactly the size it ends with, so that commit has nothing to trim.
 func (n *trieNode[K, V]) withoutData(ed *edit, i int) *trieNode[K, V] {

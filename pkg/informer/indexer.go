@@ -443,8 +443,8 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	next := newSegmentTable(funcs, int(cur.size.Load()), *cur.rv.Load())
 	var errs []error
 	var copies valueCopies
-	cur.eachCell(func(key string, e *cell) bool {
-		r := e.rec.Load()
+	cur.eachCell(func(e *cell) bool {
+		key, r := e.key, e.rec.Load()
 		if r == nil {
 			return true
 		}

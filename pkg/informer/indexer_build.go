@@ -386,7 +386,7 @@ func (t *segmentTable) putPrivate(key string, rec *record, print labelPrint, ed 
 	e.print.Store(uint64(print))
 	e.rec.Store(rec)
 	t.account(old, rec)
-	t.refilePrivate(key, e, old, rec, ed)
+	t.refilePrivate(e, old, rec, ed)
 }
 
 // removePrivate deletes key from t, which no reader sees yet.
@@ -404,11 +404,11 @@ func (t *segmentTable) removePrivate(key string, ed *edit) {
 	s.slots = slices.Delete(s.slots, i, i+1)
 	t.size.Add(-1)
 	t.account(old, nil)
-	t.refilePrivate(key, e, old, nil, ed)
+	t.refilePrivate(e, old, nil, ed)
 }
 
 // refilePrivate moves e in t's indexes from old's values to rec's, in place.
-func (t *segmentTable) refilePrivate(key string, e *cell, old, rec *record, ed *edit) {
+func (t *segmentTable) refilePrivate(e *cell, old, rec *record, ed *edit) {
 	idx := t.indices.Load()
 	for i := range idx.byName {
 		idx.byName[i] = refileIndex(ed, idx.byName[i], e, old.filed(i, len(idx.byName)), rec.filed(i, len(idx.byName)))

@@ -165,13 +165,13 @@ func (s *selectState) fromIndex(t *segmentTable, from Candidates) error {
 
 // visitCell is visit for a cell: an object its labelPrint rules out is
 // passed over without loading its record.
-func (s *selectState) visitCell(key string, e *cell) bool {
+func (s *selectState) visitCell(e *cell) bool {
 	if !s.query.mayMatch(labelPrint(e.print.Load())) {
 		s.visited++
 		return true
 	}
 	if r := e.rec.Load(); r != nil {
-		return s.visit(key, r)
+		return s.visit(e.key, r)
 	}
 	return true
 }

@@ -261,7 +261,7 @@ func (b *writeBatch) write(key string, obj any, v prepared) (old, rec *record, e
 		b.added++
 	}
 	if changed {
-		b.refile(key, e, old, rec)
+		b.refile(e, old, rec)
 	}
 	return old, rec, v.vals.err(key)
 }
@@ -317,14 +317,14 @@ func (b *writeBatch) take(key string) *record {
 	p.slots[i] = p.slots[last]
 	p.slots[last] = segmentSlot{}
 	p.slots = p.slots[:last]
-	b.refile(key, e, old, nil)
+	b.refile(e, old, nil)
 	b.t.account(old, nil)
 	b.added--
 	return old
 }
 
 // refile moves e in the batch's private indexes from old's values to rec's.
-func (b *writeBatch) refile(key string, e *cell, old, rec *record) {
+func (b *writeBatch) refile(e *cell, old, rec *record) {
 	if b.idx == nil {
 		b.idx = &indexSet{byName: slices.Clone(b.t.indices.Load().byName)}
 	}

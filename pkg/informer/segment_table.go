@@ -179,12 +179,12 @@ func (t *segmentTable) cellOf(key string) *cell {
 	return nil
 }
 
-// eachCell calls fn for every stored key and its cell until fn returns
-// false; the cell's record may be nil (deleted meanwhile).
-func (t *segmentTable) eachCell(fn func(key string, e *cell) bool) {
+// eachCell calls fn for every stored key's cell until fn returns false; the
+// cell's record may be nil (deleted meanwhile).
+func (t *segmentTable) eachCell(fn func(e *cell) bool) {
 	for i := range t.segments {
 		for _, se := range t.segments[i].Load().slots {
-			if !fn(se.e.key, se.e) {
+			if !fn(se.e) {
 				return
 			}
 		}

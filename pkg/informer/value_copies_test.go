@@ -63,7 +63,7 @@ func nodeNameIndex(obj any) ([]string, error) {
 func heldValues(ix *Indexer) map[string][]string {
 	out := map[string][]string{}
 	t := ix.table.Load()
-	t.eachCell(func(_ string, e *cell) bool {
+	t.eachCell(func(e *cell) bool {
 		r := e.rec.Load()
 		for i, name := range t.funcs.names {
 			out[name] = append(out[name], r.filed(i, len(t.funcs.names))...)
