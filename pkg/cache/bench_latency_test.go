@@ -38,6 +38,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 )
 
 // BenchmarkEventToHandler measures the time from a watch event's write (the fake
@@ -202,8 +203,8 @@ func startLatencyDeltacache(b *testing.B, feed *eventFeed) {
 	api := newFakeAPI(b, benchObjects()...)
 	c := newTestCache(b, api, crcache.Options{})
 	c.listWatcher = func(key entryKey, mapping *apimeta.RESTMapping, namespaced bool,
-		opts informer.ListWatchOptions) (toolscache.ListerWatcher, error) {
-		lw, err := api.listWatcher(key, mapping, namespaced, opts)
+		opts informer.ListWatchOptions, wire *codec.WireCapture) (toolscache.ListerWatcher, error) {
+		lw, err := api.listWatcher(key, mapping, namespaced, opts, wire)
 		if err != nil {
 			return nil, err
 		}

@@ -36,6 +36,7 @@ import (
 
 	demov1alpha1 "github.com/deltacache/deltacache/api/v1alpha1"
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 )
 
 // Benchmarks of a typed CRD kind (the demo App) held by deltacache with nothing
@@ -131,7 +132,7 @@ func benchAppReader(b *testing.B, impl string) client.Reader {
 		if err != nil {
 			b.Fatal(err)
 		}
-		c.listWatcher = func(entryKey, *apimeta.RESTMapping, bool, informer.ListWatchOptions) (toolscache.ListerWatcher, error) {
+		c.listWatcher = func(entryKey, *apimeta.RESTMapping, bool, informer.ListWatchOptions, *codec.WireCapture) (toolscache.ListerWatcher, error) {
 			return appListWatch(&apps), nil
 		}
 		startCache(b, c)

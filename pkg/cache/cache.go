@@ -42,6 +42,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 )
 
 // Cache is deltacache's informer cache. It implements controller-runtime's cache.Cache
@@ -93,9 +94,10 @@ type Cache struct {
 	// deltacache's, served by controller-runtime's cache; nil without NewInformer.
 	foreign *foreignKinds
 
-	// listWatcher builds the ListerWatcher of one scope; newListWatch except in tests.
+	// listWatcher builds the ListerWatcher of one scope, its REST client's decoder
+	// wrapped by wire when not nil; newListWatch except in tests.
 	listWatcher func(key entryKey, mapping *meta.RESTMapping, namespaced bool,
-		opts informer.ListWatchOptions) (toolscache.ListerWatcher, error)
+		opts informer.ListWatchOptions, wire *codec.WireCapture) (toolscache.ListerWatcher, error)
 }
 
 var (

@@ -142,7 +142,9 @@ limitations under the License.
 //	scope.go                     the watch scopes of a kind (ByObject → DefaultNamespaces → defaults)
 //	informer_factory.go          the informer factory: newEntry, newScopedInformer (indexes, transform,
 //	                             codec, drift check, shard selector, mutation detector)
-//	listwatch.go                 the ListerWatcher of a scope (typed REST, dynamic or metadata client)
+//	listwatch.go                 the ListerWatcher of a scope (typed REST, dynamic or metadata client;
+//	                             a typed REST client whose decoder keeps each object's bytes for
+//	                             a protobuf codec, codec.WireCapture)
 //	storage.go                   the storage mode and codec of each kind
 //	transform.go                 the store transform: TypeMeta, user transform, managedFields, interning
 //	intern.go                    the interner: the bounded table of shared metadata strings

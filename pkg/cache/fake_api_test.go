@@ -42,6 +42,7 @@ import (
 
 	"github.com/deltacache/deltacache/internal/testenv"
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 )
 
 // The unit tests run the real informers against fakeAPI, an in-memory stand-in for the
@@ -126,7 +127,7 @@ func (f *fakeAPI) listCalls() []listCall {
 }
 
 func (f *fakeAPI) listWatcher(
-	key entryKey, _ *apimeta.RESTMapping, namespaced bool, opts informer.ListWatchOptions,
+	key entryKey, _ *apimeta.RESTMapping, namespaced bool, opts informer.ListWatchOptions, _ *codec.WireCapture,
 ) (toolscache.ListerWatcher, error) {
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(_ context.Context, _ metav1.ListOptions) (runtime.Object, error) {

@@ -81,11 +81,6 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 func (c *Cache) newScopedInformer(
 	key entryKey, mapping *meta.RESTMapping, namespaced bool, scope watchScope,
 ) (*scopedInformer, error) {
-	lwOpts := listWatchOptions(scope)
-	lw, err := c.listWatcher(key, mapping, namespaced, lwOpts)
-	if err != nil {
-		return nil, err
-	}
 	example, err := c.exampleObject(key)
 	if err != nil {
 		return nil, err
@@ -95,6 +90,12 @@ func (c *Cache) newScopedInformer(
 		name += " in namespace " + scope.namespace
 	}
 	codec, err := c.storageCodec(key, example, scope.unsafeDisableDeepCopy)
+	if err != nil {
+		return nil, err
+	}
+	lwOpts := listWatchOptions(scope)
+	wire := c.wireCapture(key, codec, scope)
+	lw, err := c.listWatcher(key, mapping, namespaced, lwOpts, wire)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +134,7 @@ func (c *Cache) newScopedInformer(
 		readsCopy:  codec != nil,
 		storedType: reflect.TypeOf(example),
 		detector:   detector,
+		wire:       wire,
 		stopped:    make(chan struct{}),
 	}, nil
 }

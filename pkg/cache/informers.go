@@ -34,6 +34,7 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 )
 
 // shape is the Go type an informer lists, watches, stores and hands out.
@@ -120,6 +121,9 @@ type scopedInformer struct {
 	storedType reflect.Type
 	// detector is the mutation detector of this informer's objects; nil when off.
 	detector *mutationDetector
+	// wire keeps the bytes the REST client decoded objects from, which the storage
+	// codec stores instead of marshalling them (codec.WireCapture); nil without.
+	wire *codec.WireCapture
 
 	// cancel stops the informer; nil until it is started. Guarded by informerMap.mu.
 	cancel context.CancelFunc

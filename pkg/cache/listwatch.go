@@ -19,11 +19,18 @@ package cache
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 )
 
 // listWatchOptions returns the ListWatchOptions of a scope: its namespace, its
@@ -44,9 +51,12 @@ func listWatchOptions(scope watchScope) informer.ListWatchOptions {
 
 // newListWatch builds the ListerWatcher of one scope: typed objects through a REST
 // client from apiutil.RESTClientForGVK (protobuf for built-in types), unstructured
-// objects through the dynamic client, metadata through the metadata client.
+// objects through the dynamic client, metadata through the metadata client. A typed
+// scope with a wire capture gets the same REST client with its decoder wrapped by
+// wire (wireRESTClient).
 func (c *Cache) newListWatch(
 	key entryKey, mapping *meta.RESTMapping, namespaced bool, opts informer.ListWatchOptions,
+	wire *codec.WireCapture,
 ) (toolscache.ListerWatcher, error) {
 	switch key.shape {
 	case shapeUnstructured:
@@ -54,10 +64,60 @@ func (c *Cache) newListWatch(
 	case shapeMetadata:
 		return informer.NewMetadataListWatch(c.metadataClient, mapping.Resource, key.gvk, namespaced, opts), nil
 	default:
-		client, err := apiutil.RESTClientForGVK(key.gvk, false, false, c.config, c.codecs, c.httpClient)
+		var client rest.Interface
+		var err error
+		if wire != nil {
+			client, err = c.wireRESTClient(key.gvk, wire)
+		} else {
+			client, err = apiutil.RESTClientForGVK(key.gvk, false, false, c.config, c.codecs, c.httpClient)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("building REST client for %s: %w", key.gvk, err)
 		}
 		return informer.NewRESTListWatch(client, mapping.Resource.Resource, namespaced, c.paramCodec, opts), nil
 	}
+}
+
+// wireRESTClient is the REST client apiutil.RESTClientForGVK builds for a built-in
+// kind (its config: the group version, API path, user agent and protobuf), with the
+// decoder of its responses and watch events wrapped by wire, which keeps the bytes
+// each object came in for the storage codec (codec.WireCapture).
+func (c *Cache) wireRESTClient(gvk schema.GroupVersionKind, wire *codec.WireCapture) (rest.Interface, error) {
+	gv := gvk.GroupVersion()
+	cfg := rest.CopyConfig(c.config)
+	cfg.GroupVersion = &gv
+	cfg.APIPath = "/apis"
+	if gvk.Group == "" {
+		cfg.APIPath = "/api"
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	if cfg.ContentType == "" {
+		cfg.ContentType = runtime.ContentTypeProtobuf
+	}
+	cfg.NegotiatedSerializer = wire.NegotiatedSerializer(serializer.WithoutConversionCodecFactory{CodecFactory: c.codecs})
+	return rest.RESTClientForConfigAndClient(cfg, c.httpClient)
+}
+
+// wireCapture returns the capture of a typed scope's REST client for its storage
+// codec sc, or nil where the codec must marshal what it stores: a codec other than
+// protobuf (compressed or not), a kind client-go's scheme does not register (for
+// which apiutil.RESTClientForGVK would not ask for protobuf), a user transform (it
+// may change the object the wire's bytes encode), or a config that asks for
+// another content type than protobuf. The capture cuts metadata.managedFields out of the stored bytes as
+// storeTransform cuts them out of the object, unless KeepManagedFields.
+func (c *Cache) wireCapture(key entryKey, sc informer.StorageCodec, scope watchScope) *codec.WireCapture {
+	if key.shape != shapeTyped || scope.transform != nil || !clientgoscheme.Scheme.Recognizes(key.gvk) ||
+		(c.config.ContentType != "" && c.config.ContentType != runtime.ContentTypeProtobuf) {
+		return nil
+	}
+	if cc, ok := sc.(*codec.Compressed); ok {
+		sc = cc.Inner()
+	}
+	pc, ok := sc.(*codec.Protobuf)
+	if !ok {
+		return nil
+	}
+	return pc.CaptureWire(!c.settings.KeepManagedFields)
 }

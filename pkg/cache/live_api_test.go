@@ -26,6 +26,7 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 	"github.com/deltacache/deltacache/pkg/informer/informertest"
 )
 
@@ -52,7 +53,7 @@ func (l *liveAPI) fake(gvk schema.GroupVersionKind) *informertest.Fake {
 }
 
 func (l *liveAPI) listWatcher(
-	key entryKey, _ *apimeta.RESTMapping, _ bool, _ informer.ListWatchOptions,
+	key entryKey, _ *apimeta.RESTMapping, _ bool, _ informer.ListWatchOptions, _ *codec.WireCapture,
 ) (toolscache.ListerWatcher, error) {
 	return l.fake(key.gvk), nil
 }

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deltacache/deltacache/pkg/informer"
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 )
 
 func namespacesFixture(t *testing.T, opts crcache.Options, options ...Option) (*Cache, *fakeAPI) {
@@ -200,9 +201,9 @@ func TestReadsOfOneNamespaceDoNotWaitForAnotherThatCannotSync(t *testing.T) {
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "",
 		errors.New("no RoleBinding in ns2"))
 	c.listWatcher = func(key entryKey, m *apimeta.RESTMapping, namespaced bool,
-		opts informer.ListWatchOptions) (toolscache.ListerWatcher, error) {
+		opts informer.ListWatchOptions, wire *codec.WireCapture) (toolscache.ListerWatcher, error) {
 		if opts.Namespace != "ns2" {
-			return inner(key, m, namespaced, opts)
+			return inner(key, m, namespaced, opts, wire)
 		}
 		return &toolscache.ListWatch{
 			ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {

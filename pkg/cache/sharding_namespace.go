@@ -85,7 +85,7 @@ func newNamespaceWatch(c *Cache) (*namespaceWatch, error) {
 		once.Do(func() {
 			var lw toolscache.ListerWatcher
 			lw, err = c.listWatcher(entryKey{gvk: namespaceGVK, shape: shapeMetadata}, mapping, false,
-				informer.ListWatchOptions{AllowWatchBookmarks: true})
+				informer.ListWatchOptions{AllowWatchBookmarks: true}, nil)
 			if err == nil {
 				inner = toolscache.ToListerWatcherWithContext(lw)
 			}

@@ -21,6 +21,9 @@
 // The files:
 //
 //	protobuf.go          Protobuf: NewProtobuf, Encode, Decode, DecodeInto
+//	protobuf_wire.go     WireCapture: a REST client's decoder that remembers the bytes each
+//	                     object came in, which Protobuf.Encode stores (managedFields cut)
+//	                     instead of marshalling the object again
 //	protobuf_plan.go     the decoder's plans: per Go type and field number, the field's
 //	                     offset and kind, compiled once from the protobuf struct tags (unsafe)
 //	protobuf_decoder.go  protoDecoder: follows a plan over the wire bytes and writes

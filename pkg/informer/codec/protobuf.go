@@ -39,6 +39,9 @@ type Protobuf struct {
 	// metaFirst: typ embeds ObjectMeta as field 1, so AppendLabels can read
 	// the labels from the bytes (protobuf_labels.go).
 	metaFirst bool
+	// wire, when set (CaptureWire), holds the bytes the API server sent for
+	// the objects Encode is given, which it stores instead of a Marshal.
+	wire *WireCapture
 }
 
 // ErrNoProtobuf is returned by NewProtobuf for a type without generated
@@ -66,7 +69,9 @@ func NewProtobuf(example runtime.Object) (*Protobuf, error) {
 // It leaves obj as it was (the Quantities whose string the Marshal caches are
 // put back; see quantityPlan): an object decoded from the API server still
 // equals, by reflect.DeepEqual, the same object decoded again. It remembers
-// obj's GroupVersionKind, if set, for Decode.
+// obj's GroupVersionKind, if set, for Decode. With a WireCapture
+// (CaptureWire) that holds the bytes obj was decoded from, it returns those
+// instead of marshalling obj (protobuf_wire.go).
 func (c *Protobuf) Encode(obj any) ([]byte, error) {
 	if reflect.TypeOf(obj) != reflect.PointerTo(c.typ) {
 		return nil, fmt.Errorf("protobuf codec of %v cannot encode %T", c.typ, obj)
@@ -75,6 +80,14 @@ func (c *Protobuf) Encode(obj any) ([]byte, error) {
 		if gvk := ro.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
 			if cur := c.gvk.Load(); cur == nil || *cur != gvk {
 				c.gvk.Store(&gvk)
+			}
+		}
+	}
+	if c.wire != nil {
+		if msg, ok := c.wire.take(obj); ok {
+			if b, ok := c.wire.encoding(msg); ok {
+				c.wire.stored.Add(1)
+				return b, nil
 			}
 		}
 	}

@@ -319,14 +319,6 @@ func TestProtoDecoderCopiesBytesFields(t *testing.T) {
 
 // Hand-written encodings: appendTag etc. build inputs that Marshal never produces.
 
-func appendVarint(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
-}
-
 func appendTag(b []byte, num int, wire int) []byte {
 	return appendVarint(b, uint64(num)<<3|uint64(wire))
 }
