@@ -81,7 +81,9 @@ func (c *Cache) newListWatch(
 // wireRESTClient is the REST client apiutil.RESTClientForGVK builds for a built-in
 // kind (its config: the group version, API path, user agent and protobuf), with the
 // decoder of its responses and watch events wrapped by wire, which keeps the bytes
-// each object came in for the storage codec (codec.WireCapture).
+// each object came in for the storage codec (codec.WireCapture). It leaves out
+// controller-runtime's target-zeroing decoder: pkg/informer's REST ListerWatcher
+// decodes every response and event into a new object.
 func (c *Cache) wireRESTClient(gvk schema.GroupVersionKind, wire *codec.WireCapture) (rest.Interface, error) {
 	gv := gvk.GroupVersion()
 	cfg := rest.CopyConfig(c.config)

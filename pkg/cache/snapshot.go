@@ -96,7 +96,9 @@ func (c *Cache) snapshotIdentity(key entryKey, lwOpts informer.ListWatchOptions,
 }
 
 // objectGetter returns the Get of the metadata diff: one object of key's shape,
-// through the client its ListerWatcher uses (newListWatch).
+// through a client like its ListerWatcher's (newListWatch), without a wire
+// capture: the diff's Gets run side by side and are admitted in another order
+// than they are decoded, so the codec marshals what they fetch.
 func (c *Cache) objectGetter(
 	key entryKey, mapping *meta.RESTMapping, namespaced bool,
 ) (func(ctx context.Context, namespace, name string, opts metav1.GetOptions) (runtime.Object, error), error) {

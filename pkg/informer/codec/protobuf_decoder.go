@@ -639,6 +639,28 @@ func aliasString(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
+// skipProto returns the index after the field whose tag wire starts at b[i]
+// and ends before b[j]: strings, messages and varints directly, other wire
+// types (groups included) as skipField does.
+func skipProto(b []byte, i, j int, wire uint64) (int, error) {
+	switch wire & 7 {
+	case wireBytes:
+		_, end, err := lengthDelimited(b, j)
+		return end, err
+	case wireVarint:
+		_, end, err := varint(b, j)
+		return end, err
+	}
+	n, err := skipField(b[i:])
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 || i+n > len(b) {
+		return 0, errProtoInvalidLength
+	}
+	return i + n, nil
+}
+
 // skipField returns the length of the field (tag included) that starts b, as the
 // generated skipGenerated does, groups included.
 func skipField(b []byte) (int, error) {

@@ -33,10 +33,15 @@ import (
 // generated Marshal is most of what compact storage costs per watched or
 // streamed object (an initial list of 20,000 pods spent ~0.1 s of CPU in it).
 
-// wireQueueLen bounds how many decoded objects a WireCapture remembers: a
-// watch's decoder runs at most the watch's channel (100 events) ahead of the
-// Reflector that encodes them.
-const wireQueueLen = 256
+// wireQueueLen and wireQueueBytes bound what a WireCapture remembers: client-go's
+// StreamWatcher hands each decoded event over an unbuffered channel, so the
+// decoder runs at most an object or two ahead of the Reflector that encodes it;
+// the rest are objects never encoded (deletions, bookmarks, objects of another
+// shard), kept only until a later object is taken or they are pushed out.
+const (
+	wireQueueLen   = 16
+	wireQueueBytes = 4 << 20
+)
 
 // protoEnvelopePrefix starts every protobuf object the API server sends: the
 // magic "k8s\x00" before its runtime.Unknown.
@@ -68,10 +73,12 @@ type WireCapture struct {
 	stored atomic.Int64 // objects Encode stored from their bytes
 
 	mu sync.Mutex
-	// queue holds the last decoded objects in decoding order; Encode takes its
-	// object's entry and drops the entries before it (objects the Reflector let
-	// go without encoding: bookmarks, objects another shard owns).
-	queue []wireEntry
+	// queue holds the last decoded objects in decoding order, at most
+	// wireQueueLen of them and, but for the newest, wireQueueBytes of messages
+	// (queued); Encode takes its object's entry and drops the entries before it
+	// (objects the Reflector let go without encoding).
+	queue  []wireEntry
+	queued int
 }
 
 type wireEntry struct {
@@ -81,8 +88,13 @@ type wireEntry struct {
 
 // CaptureWire attaches a new WireCapture to c and returns it. Call it before c
 // encodes anything; stripManagedFields says that the informer's transform clears
-// metadata.managedFields (see WireCapture).
+// metadata.managedFields (see WireCapture). It returns nil, attaching nothing,
+// for a type whose message does not start with its ObjectMeta as field 1 (every
+// built-in kind does).
 func (c *Protobuf) CaptureWire(stripManagedFields bool) *WireCapture {
+	if !c.metaFirst {
+		return nil
+	}
 	w := &WireCapture{typ: reflect.PointerTo(c.typ), stripManagedFields: stripManagedFields}
 	c.wire = w
 	return w
@@ -117,7 +129,8 @@ type wireDecoder struct {
 // Decode decodes with the wrapped decoder and remembers data's message for an
 // object of the codec's type. client-go's watch decoder hands it a copy of each
 // event's object that nothing else keeps (metav1.WatchEvent's Unmarshal copies
-// RawExtension.Raw), so the message is kept without a copy.
+// RawExtension.Raw), so the message is kept without a copy; a response body
+// (a GET's) is never written to either.
 func (d wireDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	obj, gvk, err := d.Decoder.Decode(data, defaults, into)
 	if err == nil && reflect.TypeOf(obj) == d.w.typ {
@@ -130,13 +143,25 @@ func (d wireDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into
 
 func (w *WireCapture) put(obj any, msg []byte) {
 	w.mu.Lock()
-	if len(w.queue) == wireQueueLen {
-		n := copy(w.queue, w.queue[1:])
-		w.queue[n] = wireEntry{}
-		w.queue = w.queue[:n]
+	defer w.mu.Unlock()
+	drop := 0
+	for queued := w.queued + len(msg); drop < len(w.queue) &&
+		(len(w.queue)-drop >= wireQueueLen || queued > wireQueueBytes); drop++ {
+		queued -= len(w.queue[drop].msg)
 	}
+	w.dropFirst(drop)
 	w.queue = append(w.queue, wireEntry{obj: obj, msg: msg})
-	w.mu.Unlock()
+	w.queued += len(msg)
+}
+
+// dropFirst forgets the first n entries. Caller holds mu.
+func (w *WireCapture) dropFirst(n int) {
+	for _, e := range w.queue[:n] {
+		w.queued -= len(e.msg)
+	}
+	k := copy(w.queue, w.queue[n:])
+	clear(w.queue[k:])
+	w.queue = w.queue[:k]
 }
 
 // take returns the message obj was decoded from, if remembered, and forgets it
@@ -149,9 +174,7 @@ func (w *WireCapture) take(obj any) ([]byte, bool) {
 			continue
 		}
 		msg := w.queue[i].msg
-		n := copy(w.queue, w.queue[i+1:])
-		clear(w.queue[n:])
-		w.queue = w.queue[:n]
+		w.dropFirst(i + 1)
 		return msg, true
 	}
 	return nil, false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -158,8 +159,9 @@ func TestWireCaptureTakesInDecodingOrder(t *testing.T) {
 	}
 }
 
-// The capture remembers at most wireQueueLen objects, the newest; a LIST's
-// object (a PodList) and JSON are not remembered.
+// The capture remembers at most wireQueueLen objects, the newest, and no more
+// than wireQueueBytes of their messages but for the newest; a LIST's object (a
+// PodList) is not remembered.
 func TestWireCaptureIsBounded(t *testing.T) {
 	_, w, dec := wireCodec(t, true)
 	data := enveloped(t, serverPod(0), nil)
@@ -180,6 +182,35 @@ func TestWireCaptureIsBounded(t *testing.T) {
 	}
 	if _, ok := w.take(last); !ok {
 		t.Fatal("the newest object is not remembered")
+	}
+	if len(w.queue) != 0 || w.queued != 0 {
+		t.Fatalf("after the newest was taken: %d entries, %d bytes", len(w.queue), w.queued)
+	}
+
+	// Large objects: the bytes bound. Each message is over a third of it, so two
+	// fit and a third pushes the oldest out; one larger than the bound is kept alone.
+	big := serverPod(2)
+	big.Annotations = map[string]string{"blob": strings.Repeat("x", wireQueueBytes/3)}
+	var bigs []runtime.Object
+	for range 3 {
+		obj, _, err := dec.Decode(enveloped(t, big, nil), nil, nil)
+		must(t, err)
+		bigs = append(bigs, obj)
+	}
+	if len(w.queue) != 2 || w.queued > wireQueueBytes {
+		t.Fatalf("three large objects: %d remembered, %d bytes (bound %d)", len(w.queue), w.queued, wireQueueBytes)
+	}
+	if _, ok := w.take(bigs[0]); ok {
+		t.Fatal("the oldest large object is still remembered")
+	}
+	big.Annotations["blob"] = strings.Repeat("x", wireQueueBytes+1)
+	huge, _, err := dec.Decode(enveloped(t, big, nil), nil, nil)
+	must(t, err)
+	if len(w.queue) != 1 {
+		t.Fatalf("after an object larger than the bound: %d remembered, want it alone", len(w.queue))
+	}
+	if _, ok := w.take(huge); !ok {
+		t.Fatal("the object larger than the bound is not remembered")
 	}
 
 	list := &corev1.PodList{Items: []corev1.Pod{*serverPod(1)}}
