@@ -19,13 +19,12 @@ package cache
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-
-	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -107,8 +106,9 @@ func (c *Cache) wireRESTClient(gvk schema.GroupVersionKind, wire *codec.WireCapt
 // protobuf (compressed or not), a kind client-go's scheme does not register (for
 // which apiutil.RESTClientForGVK would not ask for protobuf), a user transform (it
 // may change the object the wire's bytes encode), or a config that asks for
-// another content type than protobuf. The capture cuts metadata.managedFields out of the stored bytes as
-// storeTransform cuts them out of the object, unless KeepManagedFields.
+// another content type than protobuf. The capture cuts metadata.managedFields out
+// of the stored bytes as storeTransform cuts them out of the object, unless
+// KeepManagedFields.
 func (c *Cache) wireCapture(key entryKey, sc informer.StorageCodec, scope watchScope) *codec.WireCapture {
 	if key.shape != shapeTyped || scope.transform != nil || !clientgoscheme.Scheme.Recognizes(key.gvk) ||
 		(c.config.ContentType != "" && c.config.ContentType != runtime.ContentTypeProtobuf) {

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"reflect"
@@ -320,12 +321,12 @@ func TestProtoDecoderCopiesBytesFields(t *testing.T) {
 // Hand-written encodings: appendTag etc. build inputs that Marshal never produces.
 
 func appendTag(b []byte, num int, wire int) []byte {
-	return appendVarint(b, uint64(num)<<3|uint64(wire))
+	return binary.AppendUvarint(b, uint64(num)<<3|uint64(wire))
 }
 
 func appendBytesField(b []byte, num int, v []byte) []byte {
 	b = appendTag(b, num, wireBytes)
-	b = appendVarint(b, uint64(len(v)))
+	b = binary.AppendUvarint(b, uint64(len(v)))
 	return append(b, v...)
 }
 
@@ -336,12 +337,12 @@ func TestProtoDecoderSkipsUnknownFieldsAsGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	var unknown []byte
-	unknown = appendVarint(appendTag(unknown, 99, wireVarint), 1<<40)
+	unknown = binary.AppendUvarint(appendTag(unknown, 99, wireVarint), 1<<40)
 	unknown = append(appendTag(unknown, 100, wireFixed64), 1, 2, 3, 4, 5, 6, 7, 8)
 	unknown = append(appendTag(unknown, 101, wireFixed32), 1, 2, 3, 4)
 	unknown = appendBytesField(unknown, 102, []byte("skipped"))
 	unknown = appendTag(unknown, 103, wireStart)
-	unknown = appendVarint(appendTag(unknown, 1, wireVarint), 5)
+	unknown = binary.AppendUvarint(appendTag(unknown, 1, wireVarint), 5)
 	unknown = appendTag(unknown, 103, wireEnd)
 	for _, input := range [][]byte{append(bytes.Clone(data), unknown...), append(bytes.Clone(unknown), data...)} {
 		want, got, wantErr, gotErr := decodeBoth(d, &corev1.Pod{}, input)
@@ -357,10 +358,10 @@ func TestProtoDecoderSkipsUnknownFieldsAsGenerated(t *testing.T) {
 func TestProtoDecoderReadsPackedAndUnpackedRepeatedVarints(t *testing.T) {
 	// PodSecurityContext.supplementalGroups is field 4, repeated int64.
 	var b []byte
-	b = appendVarint(appendTag(b, 4, wireVarint), 1)
-	b = appendBytesField(b, 4, appendVarint(appendVarint(nil, 2), 1<<40))
+	b = binary.AppendUvarint(appendTag(b, 4, wireVarint), 1)
+	b = appendBytesField(b, 4, binary.AppendUvarint(binary.AppendUvarint(nil, 2), 1<<40))
 	b = appendBytesField(b, 4, nil) // an empty packed run
-	b = appendVarint(appendTag(b, 4, wireVarint), 3)
+	b = binary.AppendUvarint(appendTag(b, 4, wireVarint), 3)
 	var want, got corev1.PodSecurityContext
 	if err := want.Unmarshal(b); err != nil {
 		t.Fatal(err)
@@ -399,10 +400,10 @@ func TestProtoDecoderMatchesGeneratedOnTruncatedAndCorruptedInput(t *testing.T) 
 func TestProtoDecoderRejectsWrongWireTypeAndIllegalTags(t *testing.T) {
 	d := mustDecoder(t, &corev1.Pod{})
 	for name, input := range map[string][]byte{
-		"metadata as a varint": appendVarint(appendTag(nil, 1, wireVarint), 1),
-		"field number 0":       appendVarint(appendTag(nil, 0, wireVarint), 1),
+		"metadata as a varint": binary.AppendUvarint(appendTag(nil, 1, wireVarint), 1),
+		"field number 0":       binary.AppendUvarint(appendTag(nil, 0, wireVarint), 1),
 		"end group at the top": appendTag(nil, 5, wireEnd),
-		"length past the end":  append(appendVarint(appendTag(nil, 1, wireBytes), 10), 1),
+		"length past the end":  append(binary.AppendUvarint(appendTag(nil, 1, wireBytes), 10), 1),
 		"overlong varint":      append(appendTag(nil, 99, wireVarint), bytes.Repeat([]byte{0xff}, 11)...),
 	} {
 		var pod corev1.Pod

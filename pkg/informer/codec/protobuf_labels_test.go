@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -142,7 +143,7 @@ func TestProtobufAppendLabelsFollowsUnmarshalOnUnusualWireForms(t *testing.T) {
 		return appendBytesField(nil, protoMetadataField, b)
 	}
 	name := appendBytesField(nil, 1, []byte("p"))
-	unknownVarint := appendVarint(appendTag(nil, 7, 0), 300)
+	unknownVarint := binary.AppendUvarint(appendTag(nil, 7, 0), 300)
 	spec := appendBytesField(nil, 2, appendBytesField(nil, 2, []byte("node")))
 	for label, data := range map[string][]byte{
 		"value before key":       meta(name, entry(value("v"), key("k"))),
@@ -157,9 +158,9 @@ func TestProtobufAppendLabelsFollowsUnmarshalOnUnusualWireForms(t *testing.T) {
 		"empty entry":            meta(entry()),
 		"no metadata":            spec,
 		"empty":                  {},
-		"key with varint wire":   meta(appendBytesField(nil, protoLabelsField, appendVarint(appendTag(nil, 1, 0), 1))),
-		"labels with varint":     meta(appendVarint(appendTag(nil, protoLabelsField, 0), 1)),
-		"metadata with varint":   appendVarint(appendTag(nil, protoMetadataField, 0), 1),
+		"key with varint wire":   meta(appendBytesField(nil, protoLabelsField, binary.AppendUvarint(appendTag(nil, 1, 0), 1))),
+		"labels with varint":     meta(binary.AppendUvarint(appendTag(nil, protoLabelsField, 0), 1)),
+		"metadata with varint":   binary.AppendUvarint(appendTag(nil, protoMetadataField, 0), 1),
 		"truncated entry":        meta(entry(key("k"), value("v")))[:8],
 		"group in metadata":      meta(appendTag(nil, 20, 3), appendTag(nil, 20, 4), entry(key("k"), value("v"))),
 		"overlong length":        {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f},

@@ -18,6 +18,7 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -144,14 +145,14 @@ func (d wireDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into
 func (w *WireCapture) put(obj any, msg []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	drop := 0
-	for queued := w.queued + len(msg); drop < len(w.queue) &&
-		(len(w.queue)-drop >= wireQueueLen || queued > wireQueueBytes); drop++ {
-		queued -= len(w.queue[drop].msg)
-	}
-	w.dropFirst(drop)
 	w.queue = append(w.queue, wireEntry{obj: obj, msg: msg})
 	w.queued += len(msg)
+	n, queued := 0, w.queued // the oldest n entries go, never the one just put
+	for n < len(w.queue)-1 && (len(w.queue)-n > wireQueueLen || queued > wireQueueBytes) {
+		queued -= len(w.queue[n].msg)
+		n++
+	}
+	w.dropFirst(n)
 }
 
 // dropFirst forgets the first n entries. Caller holds mu.
@@ -228,10 +229,11 @@ func spliced(dst, msg []byte) ([]byte, int, bool) {
 			return nil, 0, false
 		}
 		kept := len(meta) - (to - from)
-		size += j - i + varintLen(uint64(kept)) + kept
+		var length [binary.MaxVarintLen64]byte
+		size += j - i + binary.PutUvarint(length[:], uint64(kept)) + kept
 		if dst != nil {
 			dst = append(dst, msg[i:j]...)
-			dst = appendVarint(dst, uint64(kept))
+			dst = binary.AppendUvarint(dst, uint64(kept))
 			dst = append(append(dst, meta[:from]...), meta[to:]...)
 		}
 		i = end
@@ -271,19 +273,11 @@ func fieldRun(b []byte, num uint64) (from, to int, ok bool) {
 	return from, to, true
 }
 
-// varintLen is the length of v as a protobuf varint.
-func varintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
 // envelopedMessage returns the object message of data, a protobuf object as the
 // API server sends it ("k8s\x00", then a runtime.Unknown whose raw field is the
-// message); false for anything else, or for a content encoding.
+// message); false for anything else, or for a content encoding. It walks the
+// envelope rather than calling runtime.Unknown's Unmarshal, which would copy the
+// message and allocate the TypeMeta's strings for every watched object.
 func envelopedMessage(data []byte) ([]byte, bool) {
 	if !bytes.HasPrefix(data, protoEnvelopePrefix) {
 		return nil, false
@@ -315,13 +309,4 @@ func envelopedMessage(data []byte) ([]byte, bool) {
 		i = end
 	}
 	return msg, found
-}
-
-// appendVarint appends v to b as a protobuf varint.
-func appendVarint(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
 }
