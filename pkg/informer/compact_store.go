@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 )
@@ -83,11 +84,15 @@ func (ix *Indexer) handlerObject(key string, r *record) any {
 
 // lazyObject is an encoded object in a handler notification, decoded on
 // first use and then shared by every handler that receives it (as client-go
-// shares one old object among handlers).
+// shares one old object among handlers). hint, set for a listed object,
+// refers weakly to the object the list decoded, which the first use takes
+// instead of decoding data while the garbage collector has not reclaimed it
+// (the object data was encoded from, so the two are equal).
 type lazyObject struct {
 	ix   *Indexer
 	key  string
 	data []byte
+	hint codec.WeakObject
 	once sync.Once
 	obj  any
 }
@@ -96,8 +101,10 @@ type lazyObject struct {
 // the Indexer's OnCodecError).
 func (l *lazyObject) get() any {
 	l.once.Do(func() {
-		l.obj, _ = l.ix.decode(l.key, l.data)
-		l.data = nil
+		if l.obj = l.hint.Value(); l.obj == nil {
+			l.obj, _ = l.ix.decode(l.key, l.data)
+		}
+		l.data, l.hint = nil, codec.WeakObject{}
 	})
 	return l.obj
 }

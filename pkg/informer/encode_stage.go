@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"github.com/deltacache/deltacache/pkg/informer/codec"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,16 +31,18 @@ import (
 // decoded object before it was let go). obj is the decoded object for a
 // watch event (handlers receive it, as without compact storage, and as
 // controller-runtime's cache hands it out: the StorageCodec's Encode leaves
-// it as it was); nil for a
-// listed object (handlers receive a lazyObject, decoded when a handler is
-// about to receive it). data is nil when the codec could not encode the
-// object (reported once): obj is then stored decoded.
+// it as it was); nil for a listed object, whose handlers receive a
+// lazyObject: the listed object itself if it is still in memory when a
+// handler is about to receive it (hint, a weak reference: the list is not
+// held for the handlers), else a decode of data. data is nil when the codec
+// could not encode the object (reported once): obj is then stored decoded.
 type encodedObject struct {
 	key  string
 	rv   string
 	data []byte
 	vals indexValues
 	obj  runtime.Object
+	hint codec.WeakObject
 	// namespace and uid are what a shard selector hashes (see
 	// ShardSelector.Hash), kept for the DeltaFIFO's filter.
 	namespace string
@@ -69,6 +72,8 @@ func (ix *Indexer) encodeEarly(obj runtime.Object, keep bool) any {
 	e.data = ix.encode(key, obj)
 	if keep || e.data == nil {
 		e.obj = obj
+	} else {
+		e.hint = codec.MakeWeakObject(obj)
 	}
 	return e
 }
@@ -94,7 +99,7 @@ func (ix *Indexer) stored(e *encodedObject, funcs *indexFuncs) (obj any, data []
 
 // handlerView returns what handlers receive for an object queued in the
 // DeltaFIFO: the decoded object of a watch event, a lazyObject for a listed
-// one, and for a tombstone whose last known object is encoded, a tombstone
+// one (with the weak reference to the listed object), and for a tombstone whose last known object is encoded, a tombstone
 // holding that object's handler view. Anything else is returned as is.
 func (ix *Indexer) handlerView(o any) any {
 	switch v := o.(type) {
@@ -102,7 +107,7 @@ func (ix *Indexer) handlerView(o any) any {
 		if v.obj != nil {
 			return v.obj
 		}
-		return &lazyObject{ix: ix, key: v.key, data: v.data}
+		return &lazyObject{ix: ix, key: v.key, data: v.data, hint: v.hint}
 	case toolscache.DeletedFinalStateUnknown:
 		if e, ok := v.Obj.(*encodedObject); ok {
 			v.Obj = ix.handlerView(e)

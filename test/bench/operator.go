@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync/atomic"
@@ -208,11 +209,15 @@ func (w OperatorWorkload) await(ctx context.Context, want string) error {
 
 // OperatorProfileEnv names a directory: when set, each operator child writes the CPU
 // profiles of its start until synced and of its churn there, as <contender>-sync.pprof
-// and <contender>.pprof (for development; not in the report).
+// and <contender>.pprof, and at the end of each the live heap after a GC
+// (<contender>[-sync]-heap.pprof) and the collector's figures so far (cycles, live
+// heap and objects, bytes allocated: <contender>[-sync]-gc.txt); for development,
+// not in the report.
 const OperatorProfileEnv = "BENCH_OPERATOR_PROFILE"
 
 // startProfile starts the CPU profile of OperatorProfileEnv, if set, in
-// <contender><suffix>.pprof, and returns the function that stops it.
+// <contender><suffix>.pprof, and returns the function that stops it and writes the
+// heap profile and collector figures.
 func startProfile(c Contender, suffix string) (func(), error) {
 	dir := os.Getenv(OperatorProfileEnv)
 	if dir == "" {
@@ -229,6 +234,17 @@ func startProfile(c Contender, suffix string) (func(), error) {
 	return func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
+		// The live heap at the end, and the collector's cycles so far.
+		runtime.GC()
+		if h, err := os.Create(filepath.Join(dir, string(c)+suffix+"-heap.pprof")); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(h, 0)
+			_ = h.Close()
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		_ = os.WriteFile(filepath.Join(dir, string(c)+suffix+"-gc.txt"), fmt.Appendf(nil,
+			"gc cycles %d, heap alloc %d MiB, heap objects %d, total alloc %d MiB, gc cpu fraction %.3f\n",
+			ms.NumGC, ms.HeapAlloc>>20, ms.HeapObjects, ms.TotalAlloc>>20, ms.GCCPUFraction), 0o644)
 	}, nil
 }
 

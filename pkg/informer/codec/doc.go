@@ -46,6 +46,8 @@
 //	compressed_dictionary.go a dictionary: exemplars chosen for what they bring, S2's
 //	                     MakeDict over them, compress and decompress
 //	compressed_policy.go when a dictionary is built or rebuilt, and from which objects
+//	weak_object.go       WeakObject: a weak reference to a decoded object of any pointer
+//	                     type (unsafe), which pkg/informer hands a listed object's handlers
 //	doc.go               this overview and the contract
 //
 // # Ownership and aliasing
