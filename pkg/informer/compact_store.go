@@ -101,7 +101,10 @@ type lazyObject struct {
 // the Indexer's OnCodecError).
 func (l *lazyObject) get() any {
 	l.once.Do(func() {
-		if l.obj = l.hint.Value(); l.obj == nil {
+		if l.hint != (codec.WeakObject{}) { // a listed object's (an old object has none)
+			l.obj = l.hint.Value()
+		}
+		if l.obj == nil {
 			l.obj, _ = l.ix.decode(l.key, l.data)
 		}
 		l.data, l.hint = nil, codec.WeakObject{}
