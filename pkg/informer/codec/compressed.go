@@ -30,9 +30,11 @@ type (
 // Compressed stores the objects of another codec (Protobuf, Plan, CBOR ...)
 // compressed with S2 against a dictionary of what the objects of its kind have
 // in common: exemplars of the objects it has encoded, chosen for what they
-// bring (compressed_dictionary.go). Encode encodes with the inner codec and
-// compresses; Decode decompresses into a new buffer and decodes that with the
-// inner codec.
+// bring (compressed_dictionary.go). The blocks are S2's: the package's own
+// encoder makes those of small objects (compressed_encoder.go), S2's the
+// others (ownEncodeMax), and S2 decodes them. Encode encodes with the inner
+// codec and compresses; Decode decompresses into a new buffer and decodes
+// that with the inner codec.
 //
 // Dictionaries. The first is built from the first SampleObjects encodes
 // (stored uncompressed until then). A new one is built when compression over
@@ -48,8 +50,9 @@ type (
 // dictionary may be dropped once no stored record names it (each record of
 // it replaced, deleted, or encoded again); the codec does not know the
 // store's records, so it keeps them all. Memory: at most MaxDictionaries × 64
-// KiB of dictionaries, the current one's encoder table (32 KiB), and until
-// the last dictionary is made the samples (about 160 KiB of copies).
+// KiB of dictionaries, the current one's encoder tables (the package's, 64
+// KiB; S2's, 32 KiB, once an object larger than ownEncodeMax is encoded), and
+// until the last dictionary is made the samples (about 160 KiB of copies).
 //
 // Per object, an encoding that compresses by less than 1/16 is stored as it is
 // (its reads skip the decompression). Every record carries a CRC-32C of its
@@ -290,8 +293,10 @@ func (c *Compressed) Inner() Codec { return c.inner }
 // SameEncoded reports whether the records a and b, whose bytes differ, hold the
 // same inner encoding (pkg/informer's EncodingComparer): an object encoded
 // before and after a dictionary was made or rebuilt gives two records. Records
-// of one dictionary differ only if their inner encodings do (S2 against one
-// dictionary is deterministic); otherwise both are decompressed and compared.
+// of one dictionary differ only if their inner encodings do (the encoder is
+// deterministic against one dictionary; the records of a build with another
+// encoder, from a snapshot its Version lets load, may differ, and compare
+// unequal); otherwise both are decompressed and compared.
 // A record that does not open compares unequal.
 func (c *Compressed) SameEncoded(a, b []byte) bool {
 	if len(a) < recordOverhead || len(b) < recordOverhead || a[0] == b[0] {

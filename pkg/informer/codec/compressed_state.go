@@ -79,7 +79,8 @@ func (c *Compressed) RestoreState(state []byte) error {
 	return nil
 }
 
-// parseState returns the dictionaries of state, at most max of them.
+// parseState returns the dictionaries of state, at most max of them, the last
+// one with its encoder.
 func parseState(state []byte, max int) ([]*dictionary, error) {
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("%w: state: %s", ErrCorrupt, fmt.Sprintf(format, args...))
@@ -109,13 +110,20 @@ func parseState(state []byte, max int) ([]*dictionary, error) {
 			return nil, corrupt("dictionary %d: %d bytes", i+1, size)
 		}
 		rest = rest[k:]
-		sd := s2.NewDict(rest[:size:size])
+		// A copy, with the 16 bytes S2 wants after the content: the s2.Dict
+		// keeps it (and the encoder reads the same bytes).
+		b := append(make([]byte, 0, size+16), rest[:size]...)
+		sd := s2.NewDict(b)
 		if sd == nil {
 			return nil, corrupt("dictionary %d: S2 refused it", i+1)
 		}
 		rest = rest[size:]
 		d := &dictionary{id: byte(i + 1), s2: sd, size: int(size)} // its content and the repeat's uvarint
 		d.maxLen.Store(int64(maxLen))
+		if i == n-1 {
+			_, k := binary.Uvarint(b) // the repeat, which NewDict read
+			d.enc = newDictEncoder(b[k:], dictBucketBits)
+		}
 		dicts = append(dicts, d)
 	}
 	if len(rest) != 0 {
