@@ -44,8 +44,12 @@
 //	                     Stats (the compression ratio)
 //	compressed_record.go a record's format: dictionary byte, payload, CRC-32C; ErrCorrupt
 //	compressed_dictionary.go a dictionary: exemplars chosen for what they bring, S2's
-//	                     MakeDict over them, compress and decompress
+//	                     MakeDict over them (for decoding) and our encoder's table,
+//	                     compress and decompress
 //	compressed_policy.go when a dictionary is built or rebuilt, and from which objects
+//	compressed_encoder.go dictEncoder: our own encoder of S2 blocks, with a table sized to
+//	                     the input and a dictionary table that grows as exemplars are
+//	                     admitted (small objects and the dictionary builder; S2 decodes)
 //	weak_object.go       WeakObject: a weak reference to a decoded object of any pointer
 //	                     type (unsafe), which pkg/informer hands a listed object's handlers
 //	doc.go               this overview and the contract
