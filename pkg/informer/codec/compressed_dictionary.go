@@ -56,7 +56,7 @@ const (
 // cover more of the values that vary between them). It returns nil when no
 // candidate was worth an exemplar.
 func buildDictionary(id byte, candidates, previous [][]byte) *dictionary {
-	b := dictionaryBuilder{candidates: candidates, alone: make([]int, len(candidates))}
+	b := dictionaryBuilder{candidates: candidates, alone: make([]int, len(candidates)), single: dictEncoder{measure: true}}
 	var redundant [][]byte
 	for i, c := range candidates {
 		if !b.fits(c) {
@@ -134,7 +134,6 @@ func (b *dictionaryBuilder) brings(c []byte) bool {
 func (b *dictionaryBuilder) useful(i int) bool {
 	c := b.candidates[i]
 	b.single.reset(c, dictBucketBitsFor(len(c))) // a table sized to the candidate
-	b.single.measure = true
 	for k := 1; k <= usefulNeighbours && k < len(b.candidates); k++ {
 		j := (i + k) % len(b.candidates)
 		n := b.candidates[j]

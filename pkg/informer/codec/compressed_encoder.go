@@ -141,12 +141,9 @@ func (e *dictEncoder) hashContent() {
 	e.hashed = i
 }
 
-// noDictionary encodes without a dictionary (s2.Decode decodes its blocks);
-// measureNoDictionary measures.
-var (
-	noDictionary        dictEncoder
-	measureNoDictionary = dictEncoder{measure: true}
-)
+// measureNoDictionary measures an input compressed on its own, without a
+// dictionary (s2.Decode decodes its blocks), for the dictionary builder.
+var measureNoDictionary = dictEncoder{measure: true}
 
 // srcTables pools the tables of inputs' positions, a pool per size:
 // srcTables[k] holds *[]uint32 of 1<<(minSrcTableBits+k) entries.

@@ -19,6 +19,9 @@ type rawCodec struct{}
 func (rawCodec) Encode(obj any) ([]byte, error)  { return obj.([]byte), nil }
 func (rawCodec) Decode(data []byte) (any, error) { return data, nil }
 
+// noDictionary encodes without a dictionary (s2.Decode decodes its blocks).
+var noDictionary dictEncoder
+
 // finalDictionary returns the current dictionary of a Compressed codec that
 // has encoded raws, in order, and the codec.
 func finalDictionary(t testing.TB, raws [][]byte) (*dictionary, *Compressed) {
