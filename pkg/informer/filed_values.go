@@ -25,6 +25,19 @@ type filedValues []string
 // packFiled returns the filedValues of n indexes whose values valuesOf
 // gives (nil or empty for none), or nil when no index has a value.
 func packFiled(n int, valuesOf func(i int) []string) filedValues {
+	size := filedSize(n, valuesOf)
+	if size == 0 {
+		return nil
+	}
+	out := make(filedValues, size)
+	fillFiled(out, n, valuesOf, nil)
+	return out
+}
+
+// filedSize returns the length of the filedValues of n indexes whose values
+// valuesOf gives: 0 when no index has a value, n when each has exactly one
+// (the single form).
+func filedSize(n int, valuesOf func(i int) []string) int {
 	total := 0
 	single := true
 	for i := range n {
@@ -32,31 +45,47 @@ func packFiled(n int, valuesOf func(i int) []string) filedValues {
 		total += c
 		single = single && c == 1
 	}
-	if total == 0 {
-		return nil
+	switch {
+	case total == 0:
+		return 0
+	case single:
+		return n
+	case total+1 == n:
+		return n + 1 // the padding: n strings would read as the single form
 	}
-	if single {
-		out := make(filedValues, n)
-		for i := range n {
-			out[i] = valuesOf(i)[0]
+	return total + 1
+}
+
+// fillFiled writes the filedValues of n indexes whose values valuesOf gives
+// into out, of filedSize's length (not 0). canon, when not nil, returns the
+// string to keep for value s of index i: s itself or a string equal to it
+// (the Indexer passes the key of the index's bucket, so that records share
+// one string per value instead of each keeping the one its object came with).
+func fillFiled(out filedValues, n int, valuesOf func(i int) []string, canon func(i int, s string) string) {
+	keep := func(i int, s string) string {
+		if canon == nil {
+			return s
 		}
-		return out
+		return canon(i, s)
 	}
-	size := total + 1
-	if size == n {
-		size++ // the padding: n strings would read as the single form
+	if len(out) == n {
+		for i := range n {
+			out[i] = keep(i, valuesOf(i)[0])
+		}
+		return
 	}
-	out := make(filedValues, size)
 	at := 0
 	var buf [64]byte
 	shape := buf[:0]
 	for i := range n {
 		v := valuesOf(i)
-		at += copy(out[at:], v)
+		for _, s := range v {
+			out[at] = keep(i, s)
+			at++
+		}
 		shape = binary.AppendUvarint(shape, uint64(len(v)))
 	}
-	out[size-1] = shapeOf(shape)
-	return out
+	out[len(out)-1] = shapeOf(shape)
 }
 
 // of returns the values of index i, of n indexes.

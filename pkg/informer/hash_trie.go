@@ -105,37 +105,44 @@ func (t trie[K, V]) Len() int { return t.size }
 
 // get returns the value stored under key.
 func (t trie[K, V]) get(key K) (V, bool) {
-	if t.root == nil {
-		var zero V
-		return zero, false
+	if e := t.find(key); e != nil {
+		return e.val, true
 	}
-	return t.root.get(key, key.trieHash())
+	var zero V
+	return zero, false
 }
 
-// get looks key, whose hash is h, up in the sub-trie rooted at n.
-func (n *trieNode[K, V]) get(key K, h uint64) (V, bool) {
-	var zero V
+// find returns the entry of key (its key as stored, which is == key but may
+// be another string of the same bytes, and its value), or nil.
+func (t trie[K, V]) find(key K) *trieEntry[K, V] {
+	if t.root == nil {
+		return nil
+	}
+	return t.root.find(key, key.trieHash())
+}
+
+// find looks key, whose hash is h, up in the sub-trie rooted at n.
+func (n *trieNode[K, V]) find(key K, h uint64) *trieEntry[K, V] {
 	for shift := uint(0); ; shift += trieBits {
 		if shift >= hashWidth {
 			for i := range n.data {
 				if n.data[i].key == key {
-					return n.data[i].val, true
+					return &n.data[i]
 				}
 			}
-			return zero, false
+			return nil
 		}
 		bit := uint32(1) << ((h >> shift) & trieMask)
 		switch {
 		case n.dataMap&bit != 0:
-			e := &n.data[slot(n.dataMap, bit)]
-			if e.key == key {
-				return e.val, true
+			if e := &n.data[slot(n.dataMap, bit)]; e.key == key {
+				return e
 			}
-			return zero, false
+			return nil
 		case n.nodeMap&bit != 0:
 			n = n.nodes[slot(n.nodeMap, bit)]
 		default:
-			return zero, false
+			return nil
 		}
 	}
 }

@@ -241,7 +241,7 @@ func (ix *Indexer) build(list []any, funcs *indexFuncs, rv string) (*segmentTabl
 		if err := vals.err(key); err != nil {
 			errs = append(errs, err)
 		}
-		rec, _ := newRecord(obj, ix.encode(key, obj), nil, vals)
+		rec, _ := newRecord(obj, ix.encode(key, obj), nil, vals, nil)
 		t.fill(key, rec, printOf(obj))
 	}
 	t.sortSegments()
@@ -476,7 +476,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 				vals.values[i] = r.filed(k, len(cur.funcs.names))
 			}
 		}
-		rec, _ := newRecord(r.obj, r.data, nil, vals)
+		rec, _ := newRecord(r.obj, r.data, nil, vals, nil)
 		next.fill(key, rec, labelPrint(e.print.Load())) // the labels did not change
 		return true
 	})

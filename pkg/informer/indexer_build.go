@@ -300,7 +300,7 @@ func (rb *rebuildState) fill(ctx context.Context, t0 *segmentTable, observe func
 					return err
 				}
 			}
-			rec, _ := newRecord(r.obj, r.data, nil, v)
+			rec, _ := newRecord(r.obj, r.data, nil, v, nil)
 			next.fill(se.e.key, rec, labelPrint(se.e.print.Load()))
 			if n++; n%256 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -340,7 +340,7 @@ func (rb *rebuildState) apply(cur *segmentTable, keys map[string]struct{}) {
 		} else {
 			delete(rb.errs, key)
 		}
-		rec, _ := newRecord(r.obj, r.data, nil, v)
+		rec, _ := newRecord(r.obj, r.data, nil, v, nil)
 		rb.next.putPrivate(key, rec, print, rb.ed)
 	}
 }

@@ -249,7 +249,7 @@ func (b *writeBatch) write(key string, obj any, v prepared) (old, rec *record, e
 	h := keyHash(key)
 	slot := b.slotOf(h)
 	e, old, found := b.segment(slot).cellFor(h, key)
-	rec, changed := newRecord(v.obj, v.data, old, v.vals)
+	rec, changed := newRecord(v.obj, v.data, old, v.vals, b.canonical)
 	// The record first, then the indexes (at commit): a reader that finds
 	// the cell in a bucket checks that the record it loads is filed there.
 	e.print.Store(uint64(v.print))
@@ -267,18 +267,11 @@ func (b *writeBatch) write(key string, obj any, v prepared) (old, rec *record, e
 }
 
 // newRecord returns the record of obj (or of its encoding data, when not
-// nil) filed under vals, sharing old's values when none changed; changed
-// reports whether any index value changed. The record keeps vals.values (no
-// copy): vals must not be used to build another record.
-func newRecord(obj any, data []byte, old *record, vals indexValues) (rec *record, changed bool) {
-	if data != nil {
-		rec = &record{data: data}
-	} else {
-		rec = &record{obj: obj}
-	}
-	if old != nil {
-		rec.vals = old.vals
-	}
+// nil) filed under vals, with old's values when none changed; changed
+// reports whether any index value changed. canon, when not nil, gives the
+// string to keep for each new value (see fillFiled). The record's values
+// are its own (copied, not shared with old or vals).
+func newRecord(obj any, data []byte, old *record, vals indexValues, canon func(i int, s string) string) (rec *record, changed bool) {
 	n := len(vals.funcs.names)
 	for i := range n {
 		if !slices.Equal(old.filed(i, n), vals.filed(i)) {
@@ -287,12 +280,82 @@ func newRecord(obj any, data []byte, old *record, vals indexValues) (rec *record
 		}
 	}
 	if !changed {
-		return rec, false
+		var kept filedValues // none when old is nil: no value changed from none
+		if old != nil {
+			kept = old.vals
+		}
+		rec = allocRecord(len(kept))
+		copy(rec.vals, kept)
+	} else {
+		// compute and AddIndexers leave a failed or empty index's values
+		// nil; filed drops a failed index's values.
+		size := filedSize(n, vals.filed)
+		rec = allocRecord(size)
+		if size > 0 {
+			fillFiled(rec.vals, n, vals.filed, canon)
+		}
 	}
-	// compute and AddIndexers leave a failed or empty index's values nil;
-	// filed drops a failed index's values.
-	rec.vals = packFiled(n, vals.filed)
-	return rec, true
+	if data != nil {
+		rec.data = data
+	} else {
+		rec.obj = obj
+	}
+	return rec, changed
+}
+
+// allocRecord returns a new record whose vals has length size, in the same
+// allocation as the record for the common sizes: a record is one heap
+// object, not two, for the collector to mark (and one pointer less to
+// follow on a read).
+func allocRecord(size int) *record {
+	switch size {
+	case 0:
+		return &record{}
+	case 1:
+		p := new(struct {
+			r record
+			v [1]string
+		})
+		p.r.vals = p.v[:]
+		return &p.r
+	case 2:
+		p := new(struct {
+			r record
+			v [2]string
+		})
+		p.r.vals = p.v[:]
+		return &p.r
+	case 3:
+		p := new(struct {
+			r record
+			v [3]string
+		})
+		p.r.vals = p.v[:]
+		return &p.r
+	case 4:
+		p := new(struct {
+			r record
+			v [4]string
+		})
+		p.r.vals = p.v[:]
+		return &p.r
+	}
+	return &record{vals: make(filedValues, size)}
+}
+
+// canonical returns the string the batch's index i files value s under
+// when it has a bucket for s (the first record's string), else s: records
+// of one value share that string (newRecord's canon). A namespace value of
+// a pod decoded by client-go is a string of its own per pod otherwise.
+func (b *writeBatch) canonical(i int, s string) string {
+	idx := b.idx
+	if idx == nil {
+		idx = b.t.indices.Load()
+	}
+	if e := idx.byName[i].find(indexValue(s)); e != nil {
+		return string(e.key)
+	}
+	return s
 }
 
 // remove deletes key and its index cells; it reports whether key was
