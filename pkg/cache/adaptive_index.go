@@ -483,15 +483,16 @@ func (a *adaptiveIndexes) unexportAll() {
 }
 
 // labelIndexBytes estimates the heap an index of indexer holds: per filed entry a
-// bucket slot and its share of trie nodes (~48 B), per value a slot in the value trie
-// and a bucket root (~96 B; the value strings are interned, shared with other indexes),
-// and per object the index's slot in the record's values (24 B).
+// cell pointer in its bucket's chunk and the chunk's share (~10 B), per value a slot
+// in the value trie, a bucket and its list of chunks (~130 B; the value strings are
+// interned, shared with other indexes), and per object the value's string header in
+// its record (16 B).
 func labelIndexBytes(indexer *informer.Indexer, name string) float64 {
 	values, entries, ok := indexer.IndexStats(name)
 	if !ok {
 		return 0
 	}
-	return float64(48*entries + 96*values + 24*indexer.Len())
+	return float64(10*entries + 130*values + 16*indexer.Len())
 }
 
 // readyKeys returns the keys of e's ready automatic indexes (tests).

@@ -32,7 +32,7 @@ type edit struct {
 	grown []trimmable
 }
 
-// trimmable is a trie node of any value type.
+// trimmable is a trie node of any value type, or a bucket (bucket.go).
 type trimmable interface {
 	trim()
 	hasSpare() bool

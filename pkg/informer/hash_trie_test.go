@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"unsafe"
 )
 
 // trieContent returns the entries of t as a map, checking that each key
@@ -298,30 +297,5 @@ func TestTrieDeleteUnderANewTokenLeavesNothingToTrim(t *testing.T) {
 	}
 	if got := trieContent(t, tr); !maps.Equal(got, want) {
 		t.Fatalf("content differs from the map: %d entries, want %d", len(got), len(want))
-	}
-}
-
-// TestBucketEntryIsOneCellPointer pins what an index costs per (value,
-// object) pair: a bucket's entry is the cell alone (its key is the cell,
-// which holds the stored key), 8 bytes, not a key string beside it.
-func TestBucketEntryIsOneCellPointer(t *testing.T) {
-	if size := unsafe.Sizeof(trieEntry[*cell, struct{}]{}); size != unsafe.Sizeof((*cell)(nil)) {
-		t.Fatalf("a bucket entry takes %d bytes, want %d (one pointer)", size, unsafe.Sizeof((*cell)(nil)))
-	}
-	var b bucket
-	ed := &edit{}
-	cells := []*cell{{key: "ns/a"}, {key: "ns/b"}, {key: "ns/a"}} // a key deleted and back: a new cell
-	for _, c := range cells {
-		b = b.set(ed, c, struct{}{})
-	}
-	b, _ = b.del(ed, cells[0])
-	var keys []string
-	b.each(func(c *cell, _ struct{}) bool { keys = append(keys, c.key); return true })
-	slices.Sort(keys)
-	if !slices.Equal(keys, []string{"ns/a", "ns/b"}) || b.Len() != 2 {
-		t.Fatalf("bucket holds %q (Len %d), want the second cell of ns/a and ns/b", keys, b.Len())
-	}
-	if _, ok := b.get(cells[2]); !ok {
-		t.Fatal("the cell that came back for ns/a is not in the bucket")
 	}
 }

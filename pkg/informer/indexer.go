@@ -295,7 +295,7 @@ func (ix *Indexer) Index(indexName string, obj any) ([]any, error) {
 	var out []any
 	for _, v := range values {
 		b, _ := idx.get(indexValue(v))
-		b.each(func(e *cell, _ struct{}) bool {
+		b.each(func(e *cell) bool {
 			if _, dup := seen[e]; dup {
 				return true
 			}
@@ -325,7 +325,7 @@ func (t *segmentTable) index(name string) (int, trie[indexValue, bucket], bool) 
 func (ix *Indexer) bucketObjects(t *segmentTable, idx trie[indexValue, bucket], i int, value string) []any {
 	b, _ := idx.get(indexValue(value))
 	out := make([]any, 0, b.Len())
-	b.each(func(e *cell, _ struct{}) bool {
+	b.each(func(e *cell) bool {
 		if r := e.rec.Load(); r.filedUnder(i, len(t.funcs.names), value) {
 			if obj, err := ix.read(e.key, r); err == nil {
 				out = append(out, obj)
@@ -362,7 +362,7 @@ func (ix *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	}
 	b, _ := idx.get(indexValue(indexedValue))
 	out := make([]string, 0, b.Len())
-	b.each(func(e *cell, _ struct{}) bool {
+	b.each(func(e *cell) bool {
 		if e.rec.Load().filedUnder(i, len(t.funcs.names), indexedValue) {
 			out = append(out, e.key)
 		}

@@ -288,7 +288,7 @@ func renderIndexes(funcs *indexFuncs, set *indexSet) string {
 	for i, name := range funcs.names {
 		set.byName[i].each(func(v indexValue, bk bucket) bool {
 			var keys []string
-			bk.each(func(e *cell, _ struct{}) bool { keys = append(keys, e.key); return true })
+			bk.each(func(e *cell) bool { keys = append(keys, e.key); return true })
 			slices.Sort(keys)
 			fmt.Fprintf(&b, "%s=%s:%v;", name, v, keys)
 			return true

@@ -138,7 +138,7 @@ func (s *selectState) fromIndex(t *segmentTable, from Candidates) error {
 	more := true
 	for _, v := range from.Values {
 		b, _ := idx.get(indexValue(v))
-		b.each(func(e *cell, _ struct{}) bool {
+		b.each(func(e *cell) bool {
 			if s.query != nil && !s.query.mayMatch(labelPrint(e.print.Load())) {
 				s.visited++
 				return true

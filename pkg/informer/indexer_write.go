@@ -304,43 +304,51 @@ func newRecord(obj any, data []byte, old *record, vals indexValues, canon func(i
 }
 
 // allocRecord returns a new record whose vals has length size, in the same
-// allocation as the record for the common sizes: a record is one heap
-// object, not two, for the collector to mark (and one pointer less to
-// follow on a read).
+// allocation as the record up to eight values (a namespace index, and two
+// indexes of a value per namespace and one across namespaces, make six with
+// the shape): a record is one heap object, not two, for the collector to
+// mark, and one pointer less to follow on a read.
 func allocRecord(size int) *record {
+	var r *record
+	var vals []string
 	switch size {
 	case 0:
 		return &record{}
 	case 1:
-		p := new(struct {
-			r record
-			v [1]string
-		})
-		p.r.vals = p.v[:]
-		return &p.r
+		p := new(recordWith[[1]string])
+		r, vals = &p.r, p.v[:]
 	case 2:
-		p := new(struct {
-			r record
-			v [2]string
-		})
-		p.r.vals = p.v[:]
-		return &p.r
+		p := new(recordWith[[2]string])
+		r, vals = &p.r, p.v[:]
 	case 3:
-		p := new(struct {
-			r record
-			v [3]string
-		})
-		p.r.vals = p.v[:]
-		return &p.r
+		p := new(recordWith[[3]string])
+		r, vals = &p.r, p.v[:]
 	case 4:
-		p := new(struct {
-			r record
-			v [4]string
-		})
-		p.r.vals = p.v[:]
-		return &p.r
+		p := new(recordWith[[4]string])
+		r, vals = &p.r, p.v[:]
+	case 5:
+		p := new(recordWith[[5]string])
+		r, vals = &p.r, p.v[:]
+	case 6:
+		p := new(recordWith[[6]string])
+		r, vals = &p.r, p.v[:]
+	case 7:
+		p := new(recordWith[[7]string])
+		r, vals = &p.r, p.v[:]
+	case 8:
+		p := new(recordWith[[8]string])
+		r, vals = &p.r, p.v[:]
+	default:
+		r, vals = &record{}, make([]string, size)
 	}
-	return &record{vals: make(filedValues, size)}
+	r.vals = vals
+	return r
+}
+
+// recordWith is a record and the array its values are kept in.
+type recordWith[A any] struct {
+	r record
+	v A
 }
 
 // canonical returns the string the batch's index i files value s under
@@ -418,7 +426,7 @@ func refileIndex(ed *edit, idx trie[indexValue, bucket], e *cell, oldVals, newVa
 	}
 	for _, v := range newVals {
 		b, _ := idx.get(indexValue(v))
-		idx = idx.set(ed, indexValue(v), b.set(ed, e, struct{}{}))
+		idx = idx.set(ed, indexValue(v), b.set(ed, e))
 	}
 	return idx
 }

@@ -47,10 +47,6 @@ type indexSet struct {
 	byName []trie[indexValue, bucket]
 }
 
-// bucket is the persistent set of the cells filed under one value: the
-// cells themselves are its keys (8 B an entry; a cell knows its key).
-type bucket = trie[*cell, struct{}]
-
 // cell is the cell of one stored key: its current record, nil once the key
 // is deleted (a deleted key gets a new cell if it comes back).
 type cell struct {
@@ -129,9 +125,6 @@ var keySeed = maphash.MakeSeed()
 var emptySegment = &segment{}
 
 func keyHash(key string) uint64 { return maphash.String(keySeed, key) }
-
-// trieHash makes a cell the key of the index buckets that hold it.
-func (e *cell) trieHash() uint64 { return trieHash(e.key) }
 
 // bitsFor returns the segment bits, at least from, under which n keys keep
 // the mean segment size at most segmentTarget: the one growth rule of every
@@ -311,7 +304,7 @@ func (t *segmentTable) cloned(n int64, ed *edit) *segmentTable {
 	// A filed key is a stored key (the writer refiles a key before it lets
 	// go of the writer mutex), so every cell of the indexes has moved.
 	// A moved cell has its old cell's key, so its hash: the buckets keep their shape.
-	cell := func(old *cell, v struct{}) (*cell, struct{}) { return moved[old], v }
+	cell := func(old *cell) *cell { return moved[old] }
 	idx := &indexSet{byName: make([]trie[indexValue, bucket], len(cur.byName))}
 	for i, values := range cur.byName {
 		idx.byName[i] = values.mapped(ed, func(v indexValue, b bucket) (indexValue, bucket) { return v, b.mapped(ed, cell) })

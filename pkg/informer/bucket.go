@@ -1,0 +1,269 @@
+package informer
+
+import "slices"
+
+// bucket is the persistent set of the cells filed under one index value
+// (see segmentTable): nil is the empty set. Like the tries it sits in, a
+// bucket is never changed once published: set and del return a new bucket
+// sharing the chunks they did not touch, except that a bucket or chunk the
+// write's edit token owns is changed in place (a batch copies each at most
+// once; the token's trim gives back the room appends left).
+//
+// The cells are kept in chunks of at most bucketChunkMax, ordered by the
+// trie hash of their key, then the key (a bucket holds one cell per key).
+// An entry is the cell pointer alone, in an array of pointers the collector
+// scans as one object: about 9–10 B per (value, object) pair with the
+// chunk's share, where a trie of cells spent ~40 B (a node of 64 B and an
+// array for every two or three cells at its leaves).
+type bucket = *cellSet
+
+type cellSet struct {
+	owner  *edit
+	chunks []cellChunk
+	size   int
+}
+
+// cellChunk is a sorted run of a bucket's cells, 1 to bucketChunkMax of
+// them; lastHash is the trie hash of the last one's key (the bucket's
+// search compares it before any key).
+type cellChunk struct {
+	owner    *edit
+	cells    []*cell
+	lastHash uint64
+}
+
+// bucketChunkMax is the most cells a chunk holds: a full chunk splits in
+// two. A write copies one chunk (at most 512 B of pointers) and the
+// bucket's list of chunks.
+const bucketChunkMax = 64
+
+// Len returns the number of cells.
+func (s *cellSet) Len() int {
+	if s == nil {
+		return 0
+	}
+	return s.size
+}
+
+// each calls fn for every cell, in the bucket's order, until fn returns
+// false.
+func (s *cellSet) each(fn func(e *cell) bool) {
+	if s == nil {
+		return
+	}
+	for _, ch := range s.chunks {
+		for _, e := range ch.cells {
+			if !fn(e) {
+				return
+			}
+		}
+	}
+}
+
+// has reports whether e is in the set.
+func (s *cellSet) has(e *cell) bool {
+	if s == nil {
+		return false
+	}
+	h := trieHash(e.key)
+	i := s.chunkFor(h, e.key)
+	if i == len(s.chunks) {
+		return false
+	}
+	j, found := s.chunks[i].search(h, e.key)
+	return found && s.chunks[i].cells[j] == e
+}
+
+// keyBefore reports whether key a (trie hash ha) sorts before key b (hb)
+// in a bucket.
+func keyBefore(ha uint64, a string, hb uint64, b string) bool {
+	if ha != hb {
+		return ha < hb
+	}
+	return a < b
+}
+
+// chunkFor returns the index of the first chunk whose last cell does not
+// sort before key k (hash h): where k is, or would go; len(s.chunks) when
+// k sorts after every cell.
+func (s *cellSet) chunkFor(h uint64, k string) int {
+	lo, hi := 0, len(s.chunks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		ch := &s.chunks[m]
+		if keyBefore(ch.lastHash, ch.cells[len(ch.cells)-1].key, h, k) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// search returns the position of key k (hash h) in the chunk, or where it
+// would go, and whether a cell of that key is there.
+func (ch *cellChunk) search(h uint64, k string) (int, bool) {
+	lo, hi := 0, len(ch.cells)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if c := ch.cells[m]; keyBefore(trieHash(c.key), c.key, h, k) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(ch.cells) && ch.cells[lo].key == k
+}
+
+// editable returns s itself if ed owns it, else a copy ed owns (the chunks
+// shared, not copied), with room for extra more chunks. A new editable set
+// is recorded in ed for trim.
+func (s *cellSet) editable(ed *edit, extra int) *cellSet {
+	if s != nil && s.owner == ed {
+		return s
+	}
+	c := &cellSet{owner: ed}
+	if s != nil {
+		c.chunks = make([]cellChunk, len(s.chunks), len(s.chunks)+extra)
+		copy(c.chunks, s.chunks)
+		c.size = s.size
+	}
+	ed.grown = append(ed.grown, c)
+	return c
+}
+
+// editableChunk makes chunk i of s (which ed owns) one that ed owns, with
+// room for one more cell.
+func (s *cellSet) editableChunk(ed *edit, i int) *cellChunk {
+	ch := &s.chunks[i]
+	if ch.owner != ed {
+		cells := make([]*cell, len(ch.cells), len(ch.cells)+1)
+		copy(cells, ch.cells)
+		ch.owner, ch.cells = ed, cells
+	}
+	return ch
+}
+
+// set returns the set with e added (a cell of e's key that is not e, left
+// by a key deleted and added back, is replaced by e).
+func (s *cellSet) set(ed *edit, e *cell) *cellSet {
+	h := trieHash(e.key)
+	if s == nil || len(s.chunks) == 0 {
+		s = s.editable(ed, 1)
+		s.chunks = append(s.chunks, cellChunk{owner: ed, cells: []*cell{e}, lastHash: h})
+		s.size = 1
+		return s
+	}
+	i := s.chunkFor(h, e.key)
+	if i == len(s.chunks) {
+		i-- // after every cell: the last chunk's end
+	}
+	j, found := s.chunks[i].search(h, e.key)
+	if found && s.chunks[i].cells[j] == e {
+		return s
+	}
+	s = s.editable(ed, 1)
+	ch := s.editableChunk(ed, i)
+	if found {
+		ch.cells[j] = e
+		return s
+	}
+	ch.cells = slices.Insert(ch.cells, j, e)
+	if j == len(ch.cells)-1 {
+		ch.lastHash = h
+	}
+	s.size++
+	if len(ch.cells) >= bucketChunkMax {
+		s.split(ed, i)
+	}
+	return s
+}
+
+// split divides the full chunk i of s (both ed's) into two halves.
+func (s *cellSet) split(ed *edit, i int) {
+	ch := &s.chunks[i]
+	half := len(ch.cells) / 2
+	second := cellChunk{owner: ed, cells: slices.Clone(ch.cells[half:]), lastHash: ch.lastHash}
+	first := ch.cells[:half] // its room stays for later adds of the batch; trim gives it back
+	last := first[len(first)-1]
+	*ch = cellChunk{owner: ed, cells: first, lastHash: trieHash(last.key)}
+	s.chunks = slices.Insert(s.chunks, i+1, second)
+}
+
+// del returns the set without e, and whether e was in it. An emptied chunk
+// goes; a chunk left under a quarter full joins its successor when both fit
+// in half a chunk.
+func (s *cellSet) del(ed *edit, e *cell) (*cellSet, bool) {
+	if s == nil {
+		return nil, false
+	}
+	h := trieHash(e.key)
+	i := s.chunkFor(h, e.key)
+	if i == len(s.chunks) {
+		return s, false
+	}
+	j, found := s.chunks[i].search(h, e.key)
+	if !found || s.chunks[i].cells[j] != e {
+		return s, false
+	}
+	s = s.editable(ed, 0)
+	s.size--
+	if len(s.chunks[i].cells) == 1 {
+		s.chunks = slices.Delete(s.chunks, i, i+1)
+		return s, true
+	}
+	ch := s.editableChunk(ed, i)
+	ch.cells = slices.Delete(ch.cells, j, j+1)
+	if j == len(ch.cells) {
+		ch.lastHash = trieHash(ch.cells[j-1].key)
+	}
+	if next := i + 1; len(ch.cells) < bucketChunkMax/4 && next < len(s.chunks) && len(ch.cells)+len(s.chunks[next].cells) <= bucketChunkMax/2 {
+		ch.cells = append(ch.cells, s.chunks[next].cells...)
+		ch.lastHash = s.chunks[next].lastHash
+		s.chunks = slices.Delete(s.chunks, next, next+1)
+	}
+	return s, true
+}
+
+// mapped returns a copy of s that ed owns with every cell replaced by
+// fn(cell), which must have the same key (the order stays).
+func (s *cellSet) mapped(ed *edit, fn func(e *cell) *cell) *cellSet {
+	if s == nil {
+		return nil
+	}
+	c := &cellSet{owner: ed, chunks: make([]cellChunk, len(s.chunks)), size: s.size}
+	for i, ch := range s.chunks {
+		cells := make([]*cell, len(ch.cells))
+		for j, e := range ch.cells {
+			cells[j] = fn(e)
+		}
+		c.chunks[i] = cellChunk{owner: ed, cells: cells, lastHash: ch.lastHash}
+	}
+	ed.grown = append(ed.grown, c) // the batch's adds may grow it in place
+	return c
+}
+
+// hasSpare reports whether s or a chunk of it has room it does not use.
+func (s *cellSet) hasSpare() bool {
+	if cap(s.chunks) > len(s.chunks) {
+		return true
+	}
+	for _, ch := range s.chunks {
+		if cap(ch.cells) > len(ch.cells) {
+			return true
+		}
+	}
+	return false
+}
+
+// trim drops the spare room of s and of its chunks (see edit.trim).
+func (s *cellSet) trim() {
+	if cap(s.chunks) > len(s.chunks) {
+		s.chunks = exactCopy(s.chunks)
+	}
+	for i := range s.chunks {
+		if ch := &s.chunks[i]; cap(ch.cells) > len(ch.cells) {
+			ch.cells = exactCopy(ch.cells)
+		}
+	}
+}
