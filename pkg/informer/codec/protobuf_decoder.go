@@ -376,7 +376,7 @@ func (st *decodeState) appendStruct(f *fieldPlan, p unsafe.Pointer, b []byte, pr
 				h.data = reflect.MakeSlice(f.sliceType, n, n).UnsafePointer()
 			}
 			h.cap = n
-		} else { // not reached for well-formed input: countField counted every element
+		} else { // an encoding that splits the field's elements (see countField)
 			v := reflect.NewAt(f.sliceType, p).Elem()
 			grown := reflect.MakeSlice(f.sliceType, h.len, 2*h.cap)
 			reflect.Copy(grown, v)
@@ -721,8 +721,12 @@ func skipField(b []byte) (int, error) {
 	return 0, io.ErrUnexpectedEOF
 }
 
-// countField counts the fields numbered num from b[i] (a tag) to the end of the message,
-// to size a slice or map once. It stops at malformed input, counting at least one.
+// countField counts the fields numbered num in the run of them that starts at b[i] (a
+// tag), to size a slice or map once. Encoders write a repeated field's elements and a
+// map's entries one after the other (the generated Marshal does, in field order), so the
+// run is all of them; an encoding that splits them (valid, but no Kubernetes encoder
+// writes one) only makes the slice or map grow past its first size. It stops at
+// malformed input, counting at least one.
 func countField(b []byte, i int, num int32) int {
 	n := 0
 	for i < len(b) {
@@ -730,9 +734,10 @@ func countField(b []byte, i int, num int32) int {
 		if err != nil {
 			break
 		}
-		if int32(wire>>3) == num {
-			n++
+		if int32(wire>>3) != num {
+			break
 		}
+		n++
 		switch wire & 7 {
 		case wireVarint:
 			_, j, err = varint(b, j)

@@ -628,3 +628,41 @@ func TestProtoDecoderIsSafeForConcurrentPlanningAndDecoding(t *testing.T) {
 		}
 	}
 }
+
+// TestProtoDecoderSizesARepeatedFieldByItsRun: slices and maps are made at the
+// length of the run of their field that starts at its first occurrence; an
+// encoding that splits a field's elements (two encodings of a message one
+// after the other merge, their repeated fields and maps adding up) decodes as
+// the generated Unmarshal decodes it, the slice or map growing for the second
+// run.
+func TestProtoDecoderSizesARepeatedFieldByItsRun(t *testing.T) {
+	first := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web", "tier": "front"},
+			Finalizers: []string{"a"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c1", Args: []string{"x"}}, {Name: "c2"}},
+			Volumes: []corev1.Volume{{Name: "v1"}}},
+	}
+	second := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"zone": "b"}, Finalizers: []string{"b", "c"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c3"}}},
+	}
+	a, err := first.Marshal()
+	must(t, err)
+	b, err := second.Marshal()
+	must(t, err)
+	data := append(a, b...)
+	d := mustDecoder(t, &corev1.Pod{})
+	checkMatchesGenerated(t, d, &corev1.Pod{}, data)
+	got, err := d.decode(data)
+	must(t, err)
+	pod := got.(*corev1.Pod)
+	if len(pod.Spec.Containers) != 3 || len(pod.Labels) != 3 || len(pod.Finalizers) != 3 {
+		t.Fatalf("containers %d, labels %d, finalizers %d; want 3 of each", len(pod.Spec.Containers), len(pod.Labels), len(pod.Finalizers))
+	}
+	// One run each: made at their final size.
+	one, err := d.decode(a)
+	must(t, err)
+	if p := one.(*corev1.Pod); cap(p.Spec.Containers) != 2 || cap(p.Finalizers) != 1 {
+		t.Fatalf("cap(containers) %d, cap(finalizers) %d; want 2 and 1", cap(p.Spec.Containers), cap(p.Finalizers))
+	}
+}
