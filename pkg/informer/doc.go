@@ -52,7 +52,8 @@ package informer
 //	segment_table.go          the Indexer's content: per-key cells in copy-on-write segments
 //	filed_values.go           the values a record is filed under, one slice for all indexes
 //	value_copies.go           index values of objects decoded from records, copied before they are kept
-//	hash_trie.go              the persistent hash trie (CHAMP) of the Indexer's indexes
+//	hash_trie.go              the persistent hash trie (CHAMP) of each index's values
+//	bucket.go                 a value's bucket: the set of its cells in sorted chunks
 //	handler_queue.go          HandlerRegistration: one goroutine and one merging queue per handler
 //	handler_sync_progress.go  a registration's initial-list progress, logged while it has not synced
 //	informer_shard.go         moving a running informer to another shard selector
