@@ -84,6 +84,7 @@ type Compressed struct {
 	policy *rebuildPolicy
 
 	scratch sync.Pool // of *[]byte: an encode's S2 block before it is sealed
+	raw     sync.Pool // of *[]byte: inner's encoding before it is compressed (appendEncoder)
 }
 
 // CompressedOptions are the optional settings of NewCompressed.
@@ -122,7 +123,17 @@ func NewCompressed(inner Codec, opts CompressedOptions) (*Compressed, error) {
 // current dictionary unless that saves less than 1/16, with its header and
 // checksum. It is a new slice the caller owns.
 func (c *Compressed) Encode(obj any) ([]byte, error) {
-	raw, err := c.inner.Encode(obj)
+	var raw []byte
+	var err error
+	if ae, ok := c.inner.(appendEncoder); ok {
+		// inner's encoding is read here and copied by what keeps it (the
+		// record, the policy's samples): one buffer serves every encode.
+		buf := c.rawBuffer()
+		defer c.putRawBuffer(buf, &raw)
+		raw, err = ae.appendEncode((*buf)[:0], obj)
+	} else {
+		raw, err = c.inner.Encode(obj)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +162,29 @@ func (c *Compressed) Encode(obj any) ([]byte, error) {
 	}
 	return rec, nil
 }
+
+// rawBuffer returns a buffer for inner's encoding; putRawBuffer gives it back
+// with the encoding's room (*raw), unless that grew past maxPooledRaw.
+func (c *Compressed) rawBuffer() *[]byte {
+	if b, ok := c.raw.Get().(*[]byte); ok {
+		return b
+	}
+	return new([]byte)
+}
+
+func (c *Compressed) putRawBuffer(buf *[]byte, raw *[]byte) {
+	if cap(*raw) > maxPooledRaw {
+		return
+	}
+	if *raw != nil {
+		*buf = (*raw)[:0]
+	}
+	c.raw.Put(buf)
+}
+
+// maxPooledRaw is the largest buffer of inner encodings kept for reuse: an
+// object of a megabyte does not keep a megabyte per pool slot.
+const maxPooledRaw = 64 << 10
 
 func (c *Compressed) scratchBuffer() *[]byte {
 	if b, ok := c.scratch.Get().(*[]byte); ok {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -72,26 +73,76 @@ func NewProtobuf(example runtime.Object) (*Protobuf, error) {
 // obj's GroupVersionKind, if set, for Decode. With a WireCapture
 // (CaptureWire) that holds the bytes obj was decoded from, it returns those
 // instead of marshalling obj (protobuf_wire.go).
-func (c *Protobuf) Encode(obj any) ([]byte, error) {
+func (c *Protobuf) Encode(obj any) ([]byte, error) { return c.appendEncode(nil, obj) }
+
+// appendEncode is Encode appending to dst (see appendEncoder): Compressed
+// encodes into a buffer it reuses, since it keeps only the compressed record.
+func (c *Protobuf) appendEncode(dst []byte, obj any) ([]byte, error) {
 	if reflect.TypeOf(obj) != reflect.PointerTo(c.typ) {
 		return nil, fmt.Errorf("protobuf codec of %v cannot encode %T", c.typ, obj)
 	}
 	if ro, ok := obj.(runtime.Object); ok {
 		if gvk := ro.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
 			if cur := c.gvk.Load(); cur == nil || *cur != gvk {
-				c.gvk.Store(&gvk)
+				kept := gvk // a copy: &gvk would move gvk to the heap on every call
+				c.gvk.Store(&kept)
 			}
 		}
 	}
 	if c.wire != nil {
 		if msg, ok := c.wire.take(obj); ok {
-			if b, ok := c.wire.encoding(msg); ok {
+			if b, ok := c.wire.encoding(dst, msg); ok {
 				c.wire.stored.Add(1)
 				return b, nil
 			}
 		}
 	}
-	return c.quantities.marshalUntouched(obj, obj.(protoMessage))
+	return c.quantities.marshalUntouched(dst, obj, obj.(protoMessage))
+}
+
+// appendEncoder is a codec that appends an object's encoding to a buffer of
+// the caller's instead of returning a new slice (Protobuf): Compressed reuses
+// one buffer for what it compresses.
+type appendEncoder interface {
+	appendEncode(dst []byte, obj any) ([]byte, error)
+}
+
+// sizedMarshaler is what the generated protobuf code adds to Marshal: the
+// size of the encoding, and a Marshal into a buffer of that size.
+type sizedMarshaler interface {
+	Size() int
+	MarshalToSizedBuffer(dAtA []byte) (int, error)
+}
+
+// appendMarshal appends m's encoding to dst as m.Marshal makes it: through
+// Size and MarshalToSizedBuffer when m has them (into dst's room, without a
+// slice of its own), else by Marshal. With dst nil it returns a slice of the
+// encoding's size, as Marshal does.
+func appendMarshal(dst []byte, m protoMessage) ([]byte, error) {
+	sm, ok := m.(sizedMarshaler)
+	if !ok {
+		b, err := m.Marshal()
+		if err != nil || dst == nil {
+			return b, err
+		}
+		return append(dst, b...), nil
+	}
+	size := sm.Size()
+	at := len(dst)
+	if dst == nil {
+		dst = make([]byte, 0, size)
+	} else {
+		dst = slices.Grow(dst, size)
+	}
+	// MarshalToSizedBuffer writes from the end of the buffer it is given.
+	n, err := sm.MarshalToSizedBuffer(dst[at : at+size])
+	if err != nil {
+		return nil, err
+	}
+	if n != size { // as Marshal, which returns its buffer's first n bytes: never seen
+		return nil, fmt.Errorf("protobuf codec: %T marshalled %d bytes, its Size said %d", m, n, size)
+	}
+	return dst[:at+size], nil
 }
 
 // Decode returns a new *T decoded from data, with the codec's GVK set. Its

@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -181,19 +182,28 @@ func (w *WireCapture) take(obj any) ([]byte, bool) {
 	return nil, false
 }
 
-// encoding returns the bytes Encode stores for msg, a new slice: msg without
-// the managedFields of its metadata when w strips them, else a copy of msg. It
-// fails (false) on bytes it cannot walk; Encode then marshals. It walks msg
-// twice (the metadata's fields once), to allocate the result once, at its size.
-func (w *WireCapture) encoding(msg []byte) ([]byte, bool) {
+// encoding appends to dst the bytes Encode stores for msg (dst nil: returns a
+// new slice of their size): msg without the managedFields of its metadata when
+// w strips them, else msg. It fails (false) on bytes it cannot walk; Encode
+// then marshals. It walks msg twice (the metadata's fields once), to grow dst
+// once, by the result's size.
+func (w *WireCapture) encoding(dst, msg []byte) ([]byte, bool) {
 	if !w.stripManagedFields {
-		return bytes.Clone(msg), true
+		if dst == nil {
+			return bytes.Clone(msg), true
+		}
+		return append(dst, msg...), true
 	}
 	_, size, ok := spliced(nil, msg)
 	if !ok {
 		return nil, false
 	}
-	out, _, _ := spliced(make([]byte, 0, size), msg)
+	if dst == nil {
+		dst = make([]byte, 0, size)
+	} else {
+		dst = slices.Grow(dst, size)
+	}
+	out, _, _ := spliced(dst, msg)
 	return out, true
 }
 

@@ -271,7 +271,7 @@ func TestSplicedShortensTheMetadataLength(t *testing.T) {
 	}
 	msg, err := pod.Marshal()
 	must(t, err)
-	got, ok := w.encoding(msg)
+	got, ok := w.encoding(nil, msg)
 	if !ok {
 		t.Fatal("encoding failed")
 	}

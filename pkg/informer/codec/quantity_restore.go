@@ -241,15 +241,16 @@ func (p *quantityPlan) save(v unsafe.Pointer, saved []savedQuantity) []savedQuan
 	return saved
 }
 
-// marshalUntouched returns m.Marshal() and leaves obj, m's object (a pointer
-// to a value of p's type), as it was (p may be nil: nothing to save).
-func (p *quantityPlan) marshalUntouched(obj any, m protoMessage) ([]byte, error) {
+// marshalUntouched appends m's encoding to dst (nil: returns a new slice, as
+// m.Marshal does; see appendMarshal) and leaves obj, m's object (a pointer to a
+// value of p's type), as it was (p may be nil: nothing to save).
+func (p *quantityPlan) marshalUntouched(dst []byte, obj any, m protoMessage) ([]byte, error) {
 	if p == nil {
-		return m.Marshal()
+		return appendMarshal(dst, m)
 	}
 	sp := savedPool.Get().(*[]savedQuantity)
 	saved := p.save(reflect.ValueOf(obj).UnsafePointer(), (*sp)[:0])
-	data, err := m.Marshal()
+	data, err := appendMarshal(dst, m)
 	for _, s := range saved {
 		*s.at = s.was
 	}
