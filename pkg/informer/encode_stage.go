@@ -49,6 +49,9 @@ type encodedObject struct {
 	uid       types.UID
 	// print is the object's labelPrint, stored in its cell.
 	print labelPrint
+	// valuesBuf holds vals.values when the informer has at most as many
+	// indexes (one allocation for the item and its values).
+	valuesBuf [4][]string
 }
 
 // encodeEarly returns what the DeltaFIFO queues for obj, received by the
@@ -67,8 +70,9 @@ func (ix *Indexer) encodeEarly(obj runtime.Object, keep bool) any {
 	if err != nil {
 		return obj
 	}
-	e := &encodedObject{key: key, rv: m.GetResourceVersion(), vals: ix.table.Load().funcs.compute(obj),
+	e := &encodedObject{key: key, rv: m.GetResourceVersion(),
 		namespace: m.GetNamespace(), uid: m.GetUID(), print: printOfLabels(m.GetLabels())}
+	e.vals = ix.table.Load().funcs.computeInto(e.valuesBuf[:], obj)
 	e.data = ix.encode(key, obj)
 	if keep || e.data == nil {
 		e.obj = obj

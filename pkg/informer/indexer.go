@@ -120,8 +120,20 @@ func newIndexFuncs(indexers toolscache.Indexers) *indexFuncs {
 }
 
 // compute runs every index function of f on obj. It takes no lock.
-func (f *indexFuncs) compute(obj any) indexValues {
-	v := indexValues{funcs: f, values: make([][]string, len(f.names))}
+func (f *indexFuncs) compute(obj any) indexValues { return f.computeInto(nil, obj) }
+
+// computeInto is compute keeping the values in buf when it has room for one
+// slice per index (the encoding stage's item carries such a buffer: one
+// allocation less per object).
+func (f *indexFuncs) computeInto(buf [][]string, obj any) indexValues {
+	values := buf[:0]
+	if cap(values) < len(f.names) {
+		values = make([][]string, len(f.names))
+	} else {
+		values = values[:len(f.names)]
+		clear(values)
+	}
+	v := indexValues{funcs: f, values: values}
 	for i, fn := range f.fns {
 		vals, err := fn(obj)
 		if err != nil {

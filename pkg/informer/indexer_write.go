@@ -198,7 +198,7 @@ func (b *writeBatch) privateSegment(slot uint64, extra int) *segment {
 		b.segments[slot] = pub
 		return pub
 	}
-	s := &segment{slots: make([]segmentSlot, len(pub.slots), len(pub.slots)+extra)}
+	s := newSegment(len(pub.slots), extra)
 	copy(s.slots, pub.slots)
 	b.segments[slot] = s
 	return s
@@ -457,9 +457,11 @@ func (b *writeBatch) commit() {
 	for slot, s := range b.segments {
 		if len(s.slots) == 0 {
 			s = emptySegment
-		} else if cap(s.slots) > len(s.slots) {
+		} else if cap(s.slots) > len(s.slots) && cap(s.slots) > segmentInline {
 			// Several adds to one segment grew it by appending: drop the
-			// spare room, which would stay allocated for the segment's life.
+			// spare room, which would stay allocated for the segment's life
+			// (room in the segment's own allocation, left by a delete, stays:
+			// a copy would not free it).
 			s.slots = slices.Clone(s.slots)
 		}
 		t.segments[slot].Store(s)

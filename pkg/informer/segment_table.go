@@ -66,6 +66,55 @@ type segment struct {
 	slots []segmentSlot
 }
 
+// segmentWith is a segment and the array of its slots, one allocation.
+type segmentWith[A any] struct {
+	s segment
+	a A
+}
+
+// segmentInline is the most slots newSegment allocates with the segment.
+const segmentInline = 8
+
+// newSegment returns a segment of n zero slots with room for room more, in
+// the segment's own allocation up to segmentInline slots (a batch's copy of a
+// segment is one allocation, not two), else in an array of its own.
+func newSegment(n, room int) *segment {
+	var s *segment
+	var arr []segmentSlot
+	switch n + room {
+	case 0:
+		return &segment{}
+	case 1:
+		p := new(segmentWith[[1]segmentSlot])
+		s, arr = &p.s, p.a[:]
+	case 2:
+		p := new(segmentWith[[2]segmentSlot])
+		s, arr = &p.s, p.a[:]
+	case 3:
+		p := new(segmentWith[[3]segmentSlot])
+		s, arr = &p.s, p.a[:]
+	case 4:
+		p := new(segmentWith[[4]segmentSlot])
+		s, arr = &p.s, p.a[:]
+	case 5:
+		p := new(segmentWith[[5]segmentSlot])
+		s, arr = &p.s, p.a[:]
+	case 6:
+		p := new(segmentWith[[6]segmentSlot])
+		s, arr = &p.s, p.a[:]
+	case 7:
+		p := new(segmentWith[[7]segmentSlot])
+		s, arr = &p.s, p.a[:]
+	case 8:
+		p := new(segmentWith[[segmentInline]segmentSlot])
+		s, arr = &p.s, p.a[:]
+	default:
+		s, arr = &segment{}, make([]segmentSlot, n+room)
+	}
+	s.slots = arr[:n]
+	return s
+}
+
 type segmentSlot struct {
 	hash uint64 // keyHash(e.key): compared before the key
 	e    *cell
@@ -286,7 +335,7 @@ func (t *segmentTable) cloned(n int64, ed *edit) *segmentTable {
 		for j, k := range counts {
 			parts[j] = emptySegment
 			if k > 0 {
-				parts[j] = &segment{slots: make([]segmentSlot, 0, k)}
+				parts[j] = newSegment(0, k)
 			}
 			c.segments[i<<split+j].Store(parts[j])
 		}
