@@ -15,13 +15,32 @@ import "slices"
 // scans as one object: about 9–10 B per (value, object) pair with the
 // chunk's share, where a trie of cells spent ~40 B (a node of 64 B and an
 // array for every two or three cells at its leaves).
+//
+// A write copies the bucket's list of chunks, 40 B a chunk: past
+// bucketChunkedMax cells (a namespace of thousands of pods, a field value
+// most objects share) the bucket holds its cells in a hash trie instead,
+// whose writes copy a path of nodes whatever its size.
 type bucket = *cellSet
 
 type cellSet struct {
 	owner  *edit
 	chunks []cellChunk
 	size   int
+	// big holds the cells, and chunks is empty, once the bucket grew past
+	// bucketChunkedMax (it stays a trie if it shrinks again).
+	big trie[*cell, struct{}]
 }
+
+// bucketChunkedMax is the most cells a bucket keeps in chunks: a write then
+// copies at most ~100 chunks' entries (~4 KB), about what a trie copies.
+// A variable: tests lower it.
+var bucketChunkedMax = 4096
+
+// trieHash makes a cell the key of a big bucket's trie.
+func (e *cell) trieHash() uint64 { return trieHash(e.key) }
+
+// isBig reports whether s keeps its cells in a trie.
+func (s *cellSet) isBig() bool { return s.big.root != nil }
 
 // cellChunk is a sorted run of a bucket's cells, 1 to bucketChunkMax of
 // them; lastHash is the trie hash of the last one's key (the bucket's
@@ -51,6 +70,10 @@ func (s *cellSet) each(fn func(e *cell) bool) {
 	if s == nil {
 		return
 	}
+	if s.isBig() {
+		s.big.each(func(e *cell, _ struct{}) bool { return fn(e) })
+		return
+	}
 	for _, ch := range s.chunks {
 		for _, e := range ch.cells {
 			if !fn(e) {
@@ -64,6 +87,10 @@ func (s *cellSet) each(fn func(e *cell) bool) {
 func (s *cellSet) has(e *cell) bool {
 	if s == nil {
 		return false
+	}
+	if s.isBig() {
+		_, ok := s.big.get(e)
+		return ok
 	}
 	h := trieHash(e.key)
 	i := s.chunkFor(h, e.key)
@@ -126,7 +153,7 @@ func (s *cellSet) editable(ed *edit, extra int) *cellSet {
 	if s != nil {
 		c.chunks = make([]cellChunk, len(s.chunks), len(s.chunks)+extra)
 		copy(c.chunks, s.chunks)
-		c.size = s.size
+		c.size, c.big = s.size, s.big
 	}
 	ed.grown = append(ed.grown, c)
 	return c
@@ -147,6 +174,15 @@ func (s *cellSet) editableChunk(ed *edit, i int) *cellChunk {
 // set returns the set with e added (a cell of e's key that is not e, left
 // by a key deleted and added back, is replaced by e).
 func (s *cellSet) set(ed *edit, e *cell) *cellSet {
+	if s != nil && s.isBig() {
+		if _, ok := s.big.get(e); ok {
+			return s
+		}
+		s = s.editable(ed, 0)
+		s.big = s.big.set(ed, e, struct{}{})
+		s.size = s.big.Len()
+		return s
+	}
 	h := trieHash(e.key)
 	if s == nil || len(s.chunks) == 0 {
 		s = s.editable(ed, 1)
@@ -176,7 +212,21 @@ func (s *cellSet) set(ed *edit, e *cell) *cellSet {
 	if len(ch.cells) >= bucketChunkMax {
 		s.split(ed, i)
 	}
+	if s.size > bucketChunkedMax {
+		s.toTrie(ed)
+	}
 	return s
+}
+
+// toTrie moves the cells of s (which ed owns) from its chunks into a trie.
+func (s *cellSet) toTrie(ed *edit) {
+	var t trie[*cell, struct{}]
+	for _, ch := range s.chunks {
+		for _, e := range ch.cells {
+			t = t.set(ed, e, struct{}{})
+		}
+	}
+	s.big, s.chunks, s.size = t, nil, t.Len()
 }
 
 // split divides the full chunk i of s (both ed's) into two halves.
@@ -196,6 +246,15 @@ func (s *cellSet) split(ed *edit, i int) {
 func (s *cellSet) del(ed *edit, e *cell) (*cellSet, bool) {
 	if s == nil {
 		return nil, false
+	}
+	if s.isBig() {
+		if _, ok := s.big.get(e); !ok {
+			return s, false
+		}
+		s = s.editable(ed, 0)
+		s.big, _ = s.big.del(ed, e)
+		s.size = s.big.Len()
+		return s, true
 	}
 	h := trieHash(e.key)
 	i := s.chunkFor(h, e.key)
@@ -232,6 +291,9 @@ func (s *cellSet) mapped(ed *edit, fn func(e *cell) *cell) *cellSet {
 		return nil
 	}
 	c := &cellSet{owner: ed, chunks: make([]cellChunk, len(s.chunks)), size: s.size}
+	if s.isBig() {
+		c.big = s.big.mapped(ed, func(e *cell, v struct{}) (*cell, struct{}) { return fn(e), v })
+	}
 	for i, ch := range s.chunks {
 		cells := make([]*cell, len(ch.cells))
 		for j, e := range ch.cells {

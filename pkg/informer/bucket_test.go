@@ -13,8 +13,19 @@ import (
 // batch: the bucket holds the cells a map says, in its order, in chunks of
 // 1 to bucketChunkMax with their last hash right, with no spare room once
 // trimmed; and every bucket published before is unchanged (persistence: a
-// later token copies what it changes). Reproduce with INFORMER_TEST_SEED=<seed>.
+// later token copies what it changes). It runs again with buckets turned
+// into tries past 50 cells (bucketChunkedMax), so that writes meet both forms
+// and the move between them. Reproduce with INFORMER_TEST_SEED=<seed>.
 func TestBucketIsTheSetOfItsCells(t *testing.T) {
+	t.Run("chunks", testBucketIsTheSetOfItsCells)
+	t.Run("chunks then trie", func(t *testing.T) {
+		defer func(was int) { bucketChunkedMax = was }(bucketChunkedMax)
+		bucketChunkedMax = 50
+		testBucketIsTheSetOfItsCells(t)
+	})
+}
+
+func testBucketIsTheSetOfItsCells(t *testing.T) {
 	seed := testSeed(t)
 	t.Logf("seed %d (INFORMER_TEST_SEED=%d to reproduce)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 3))
@@ -51,6 +62,9 @@ func TestBucketIsTheSetOfItsCells(t *testing.T) {
 		}
 		ed.trim()
 		checkBucket(t, b, want)
+		if b.Len() > bucketChunkedMax && !b.isBig() {
+			t.Fatalf("batch %d: %d cells kept in chunks, past %d", batch, b.Len(), bucketChunkedMax)
+		}
 		if b.Len() > 0 && b.hasSpare() {
 			t.Fatalf("batch %d: spare room left after trim", batch)
 		}
@@ -74,8 +88,9 @@ func checkBucket(t *testing.T, b bucket, want map[*cell]bool) {
 	t.Helper()
 	got := map[*cell]bool{}
 	var prev *cell
+	big := b != nil && b.isBig()
 	b.each(func(e *cell) bool {
-		if prev != nil && !keyBefore(trieHash(prev.key), prev.key, trieHash(e.key), e.key) {
+		if !big && prev != nil && !keyBefore(trieHash(prev.key), prev.key, trieHash(e.key), e.key) {
 			t.Fatalf("%s does not sort before %s", prev.key, e.key)
 		}
 		prev, got[e] = e, true
