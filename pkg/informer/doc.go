@@ -53,7 +53,7 @@ package informer
 //	filed_values.go           the values a record is filed under, one slice for all indexes
 //	value_copies.go           index values of objects decoded from records, copied before they are kept
 //	hash_trie.go              the persistent hash trie (CHAMP) of each index's values
-//	bucket.go                 a value's bucket: the set of its cells in sorted chunks
+//	bucket.go                 a value's bucket: its cells in sorted chunks (a trie when big)
 //	handler_queue.go          HandlerRegistration: one goroutine and one merging queue per handler
 //	handler_sync_progress.go  a registration's initial-list progress, logged while it has not synced
 //	informer_shard.go         moving a running informer to another shard selector
