@@ -25,9 +25,13 @@ type bucket = *cellSet
 type cellSet struct {
 	owner  *edit
 	chunks []cellChunk
-	size   int
+	size   int // the chunks' cells
 	// big holds the cells, and chunks is empty, once the bucket grew past
-	// bucketChunkedMax (it stays a trie if it shrinks again).
+	// bucketChunkedMax (it stays a trie if it shrinks again). The trie is
+	// keyed by the cell itself, as every bucket was before the chunks: a
+	// stale cell of a key is not replaced by the key's new one there (the
+	// writer removes a deleted key's cell before a new one is filed, so
+	// neither form ever holds two).
 	big trie[*cell, struct{}]
 }
 
@@ -58,8 +62,11 @@ const bucketChunkMax = 64
 
 // Len returns the number of cells.
 func (s *cellSet) Len() int {
-	if s == nil {
+	switch {
+	case s == nil:
 		return 0
+	case s.isBig():
+		return s.big.Len()
 	}
 	return s.size
 }
@@ -171,8 +178,8 @@ func (s *cellSet) editableChunk(ed *edit, i int) *cellChunk {
 	return ch
 }
 
-// set returns the set with e added (a cell of e's key that is not e, left
-// by a key deleted and added back, is replaced by e).
+// set returns the set with e added (in chunks, a cell of e's key that is
+// not e is replaced by e; see cellSet.big).
 func (s *cellSet) set(ed *edit, e *cell) *cellSet {
 	if s != nil && s.isBig() {
 		if _, ok := s.big.get(e); ok {
@@ -180,7 +187,6 @@ func (s *cellSet) set(ed *edit, e *cell) *cellSet {
 		}
 		s = s.editable(ed, 0)
 		s.big = s.big.set(ed, e, struct{}{})
-		s.size = s.big.Len()
 		return s
 	}
 	h := trieHash(e.key)
@@ -226,7 +232,7 @@ func (s *cellSet) toTrie(ed *edit) {
 			t = t.set(ed, e, struct{}{})
 		}
 	}
-	s.big, s.chunks, s.size = t, nil, t.Len()
+	s.big, s.chunks, s.size = t, nil, 0
 }
 
 // split divides the full chunk i of s (both ed's) into two halves.
@@ -248,12 +254,14 @@ func (s *cellSet) del(ed *edit, e *cell) (*cellSet, bool) {
 		return nil, false
 	}
 	if s.isBig() {
-		if _, ok := s.big.get(e); !ok {
+		// A trie's del copies nothing when e is absent; the nodes it changes
+		// in place are ed's, made by this batch for a set ed owns.
+		t, ok := s.big.del(ed, e)
+		if !ok {
 			return s, false
 		}
 		s = s.editable(ed, 0)
-		s.big, _ = s.big.del(ed, e)
-		s.size = s.big.Len()
+		s.big = t
 		return s, true
 	}
 	h := trieHash(e.key)

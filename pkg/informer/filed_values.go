@@ -22,18 +22,6 @@ import (
 // it, which callers must not modify.
 type filedValues []string
 
-// packFiled returns the filedValues of n indexes whose values valuesOf
-// gives (nil or empty for none), or nil when no index has a value.
-func packFiled(n int, valuesOf func(i int) []string) filedValues {
-	size := filedSize(n, valuesOf)
-	if size == 0 {
-		return nil
-	}
-	out := make(filedValues, size)
-	fillFiled(out, n, valuesOf, nil)
-	return out
-}
-
 // filedSize returns the length of the filedValues of n indexes whose values
 // valuesOf gives: 0 when no index has a value, n when each has exactly one
 // (the single form).
@@ -101,7 +89,7 @@ func (f filedValues) of(i, n int) []string {
 	for j := range n {
 		c, next := uvarintIn(shape, pos)
 		if next < 0 {
-			return nil // not a shape packFiled made
+			return nil // not a shape fillFiled made
 		}
 		pos = next
 		if j == i {

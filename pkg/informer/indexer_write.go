@@ -459,9 +459,11 @@ func (b *writeBatch) commit() {
 			s = emptySegment
 		} else if cap(s.slots) > len(s.slots) && cap(s.slots) > segmentInline {
 			// Several adds to one segment grew it by appending: drop the
-			// spare room, which would stay allocated for the segment's life
-			// (room in the segment's own allocation, left by a delete, stays:
-			// a copy would not free it).
+			// spare room, which would stay allocated for the segment's life.
+			// Up to segmentInline slots the room is left: in the segment's
+			// own allocation (newSegment) a copy would not free it, and
+			// a small array grown by append is told apart from it only
+			// by its address.
 			s.slots = slices.Clone(s.slots)
 		}
 		t.segments[slot].Store(s)

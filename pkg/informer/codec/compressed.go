@@ -128,7 +128,7 @@ func (c *Compressed) Encode(obj any) ([]byte, error) {
 	if ae, ok := c.inner.(appendEncoder); ok {
 		// inner's encoding is read here and copied by what keeps it (the
 		// record, the policy's samples): one buffer serves every encode.
-		buf := c.rawBuffer()
+		buf := pooledBuffer(&c.raw)
 		defer c.putRawBuffer(buf, &raw)
 		raw, err = ae.appendEncode((*buf)[:0], obj)
 	} else {
@@ -139,7 +139,7 @@ func (c *Compressed) Encode(obj any) ([]byte, error) {
 	}
 	var rec []byte
 	if d := c.current.Load(); d != nil {
-		buf := c.scratchBuffer()
+		buf := pooledBuffer(&c.scratch)
 		block := d.compress(*buf, raw)
 		if len(block) <= len(raw)-len(raw)/16 {
 			rec = sealRecord(make([]byte, 0, len(block)+recordOverhead), d.id, block)
@@ -163,15 +163,8 @@ func (c *Compressed) Encode(obj any) ([]byte, error) {
 	return rec, nil
 }
 
-// rawBuffer returns a buffer for inner's encoding; putRawBuffer gives it back
-// with the encoding's room (*raw), unless that grew past maxPooledRaw.
-func (c *Compressed) rawBuffer() *[]byte {
-	if b, ok := c.raw.Get().(*[]byte); ok {
-		return b
-	}
-	return new([]byte)
-}
-
+// putRawBuffer gives buf back to the pool of inner encodings with the room
+// of the encoding made in it (*raw), unless that grew past maxPooledRaw.
 func (c *Compressed) putRawBuffer(buf *[]byte, raw *[]byte) {
 	if cap(*raw) > maxPooledRaw {
 		return
@@ -186,8 +179,9 @@ func (c *Compressed) putRawBuffer(buf *[]byte, raw *[]byte) {
 // object of a megabyte does not keep a megabyte per pool slot.
 const maxPooledRaw = 64 << 10
 
-func (c *Compressed) scratchBuffer() *[]byte {
-	if b, ok := c.scratch.Get().(*[]byte); ok {
+// pooledBuffer returns a buffer of pool (of *[]byte), or a new empty one.
+func pooledBuffer(pool *sync.Pool) *[]byte {
+	if b, ok := pool.Get().(*[]byte); ok {
 		return b
 	}
 	return new([]byte)

@@ -100,6 +100,15 @@ func (c *Protobuf) appendEncode(dst []byte, obj any) ([]byte, error) {
 	return c.quantities.marshalUntouched(dst, obj, obj.(protoMessage))
 }
 
+// grown returns dst with room for n more bytes: nil gets a slice of exactly
+// n (an encoding the caller keeps), any other dst slices.Grow's.
+func grown(dst []byte, n int) []byte {
+	if dst == nil {
+		return make([]byte, 0, n)
+	}
+	return slices.Grow(dst, n)
+}
+
 // appendEncoder is a codec that appends an object's encoding to a buffer of
 // the caller's instead of returning a new slice (Protobuf): Compressed reuses
 // one buffer for what it compresses.
@@ -129,11 +138,7 @@ func appendMarshal(dst []byte, m protoMessage) ([]byte, error) {
 	}
 	size := sm.Size()
 	at := len(dst)
-	if dst == nil {
-		dst = make([]byte, 0, size)
-	} else {
-		dst = slices.Grow(dst, size)
-	}
+	dst = grown(dst, size)
 	// MarshalToSizedBuffer writes from the end of the buffer it is given.
 	n, err := sm.MarshalToSizedBuffer(dst[at : at+size])
 	if err != nil {

@@ -20,7 +20,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"reflect"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -189,21 +188,13 @@ func (w *WireCapture) take(obj any) ([]byte, bool) {
 // once, by the result's size.
 func (w *WireCapture) encoding(dst, msg []byte) ([]byte, bool) {
 	if !w.stripManagedFields {
-		if dst == nil {
-			return bytes.Clone(msg), true
-		}
-		return append(dst, msg...), true
+		return append(grown(dst, len(msg)), msg...), true
 	}
 	_, size, ok := spliced(nil, msg)
 	if !ok {
 		return nil, false
 	}
-	if dst == nil {
-		dst = make([]byte, 0, size)
-	} else {
-		dst = slices.Grow(dst, size)
-	}
-	out, _, _ := spliced(dst, msg)
+	out, _, _ := spliced(grown(dst, size), msg)
 	return out, true
 }
 
