@@ -9,7 +9,7 @@ import (
 
 // dictionary is one S2 dictionary of a Compressed codec: exemplars of the
 // objects the codec has seen, concatenated, which the objects are compressed
-// against. It never changes once published, except maxLen.
+// against. It never changes once published, except *maxLen.
 type dictionary struct {
 	id byte // 1–255: the record header that names it
 	// s2 decodes, and compresses the objects longer than ownEncodeMax; enc
@@ -24,8 +24,11 @@ type dictionary struct {
 	size      int // bytes of dictionary content
 	// maxLen is the longest inner encoding compressed with this dictionary:
 	// Decode refuses a block that claims more (it would allocate that much),
-	// which only a record changed after its checksum was made can claim.
-	maxLen atomic.Int64
+	// which only a record changed after its checksum was made can claim. The
+	// retired copy of a dictionary shares it: an encode that loaded the
+	// dictionary before it was retired may still raise it, and the record it
+	// makes is decoded with the retired copy.
+	maxLen *atomic.Int64
 }
 
 // The shape of a dictionary.
@@ -99,7 +102,7 @@ func buildDictionary(id byte, candidates, previous [][]byte) *dictionary {
 	}
 	b.trial.content = content
 	b.trial.measure = false
-	return &dictionary{id: id, s2: d, enc: b.trial, exemplars: exemplars, size: len(content)}
+	return &dictionary{id: id, s2: d, enc: b.trial, exemplars: exemplars, size: len(content), maxLen: new(atomic.Int64)}
 }
 
 // dictionaryBuilder holds the exemplars admitted so far and an encoder of
@@ -163,11 +166,9 @@ func (b *dictionaryBuilder) add(c []byte) {
 
 // retired returns d as a dictionary for decoding only: the same content
 // without d's encoder (its table: 64 KiB) or S2's (32 KiB, made by its first
-// Encode), and no exemplars.
+// Encode), and no exemplars; its bound (maxLen) is d's own.
 func (d *dictionary) retired() *dictionary {
-	r := &dictionary{id: d.id, s2: s2.NewDict(d.s2.Bytes()), size: d.size}
-	r.maxLen.Store(d.maxLen.Load())
-	return r
+	return &dictionary{id: d.id, s2: s2.NewDict(d.s2.Bytes()), size: d.size, maxLen: d.maxLen}
 }
 
 // ownEncodeMax is the longest inner encoding compress gives the package's

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/s2"
 )
@@ -118,7 +119,7 @@ func parseState(state []byte, max int) ([]*dictionary, error) {
 			return nil, corrupt("dictionary %d: S2 refused it", i+1)
 		}
 		rest = rest[size:]
-		d := &dictionary{id: byte(i + 1), s2: sd, size: int(size)} // its content and the repeat's uvarint
+		d := &dictionary{id: byte(i + 1), s2: sd, size: int(size), maxLen: new(atomic.Int64)} // its content and the repeat's uvarint
 		d.maxLen.Store(int64(maxLen))
 		if i == n-1 {
 			_, k := binary.Uvarint(b) // the repeat, which NewDict read

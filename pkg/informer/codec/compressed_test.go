@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -367,5 +368,41 @@ func TestCompressedEncodesAndDecodesConcurrently(t *testing.T) {
 		if !reflect.DeepEqual(got, want[i]) {
 			t.Fatalf("record %d decodes to another pod", i)
 		}
+	}
+}
+
+// An encode that loaded the current dictionary just before a rebuild retired
+// it raises the dictionary's bound after the retired copy was made; the record
+// it makes must decode with the retired copy, not be refused as corrupt (which
+// costs its informer a relist).
+func TestRetiredDictionarySharesTheBoundOfEncodesInFlight(t *testing.T) {
+	inner := podCodec(t)
+	pods := benchPods(258)
+	raws := make([][]byte, len(pods))
+	for i, p := range pods {
+		raw, err := inner.Encode(p)
+		must(t, err)
+		raws[i] = raw
+	}
+	d := buildDictionary(1, raws[:256], nil)
+	if d == nil {
+		t.Fatal("no dictionary built of 256 bench pods")
+	}
+	d.compress(nil, raws[256])
+	retired := d.retired() // a rebuild retires d ...
+	long := pods[257].DeepCopy()
+	long.Annotations = map[string]string{"bench/long": strings.Repeat("x", 4096)}
+	raw, err := inner.Encode(long)
+	must(t, err)
+	if len(raw) <= len(raws[256]) {
+		t.Fatalf("the late object is %d bytes, not longer than the %d before", len(raw), len(raws[256]))
+	}
+	block := d.compress(nil, raw) // ... while an encode that loaded it goes on
+	got, err := retired.decompress(block)
+	if err != nil {
+		t.Fatalf("the retired dictionary refuses a record of its in-flight encode: %v", err)
+	}
+	if !bytes.Equal(got, raw) {
+		t.Fatal("the retired dictionary decompresses the record to other bytes")
 	}
 }
