@@ -131,7 +131,7 @@ const (
 // work, is that of one cache, as in an operator).
 func benchReader(b *testing.B, impl string) client.Reader {
 	b.Helper()
-	objects := benchObjects()
+	objects := latencyObjects(false)
 	var reader client.Reader
 	release := func() {}
 	switch impl {
