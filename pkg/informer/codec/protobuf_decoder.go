@@ -774,7 +774,7 @@ func unmarshalMicroTime(p unsafe.Pointer, b []byte) error {
 }
 
 // unmarshalQuantity is (*resource.Quantity).Unmarshal without the copy of the string it
-// parses.
+// parses, through the cache of the strings parsed last (quantity_cache.go).
 func unmarshalQuantity(p unsafe.Pointer, b []byte) error {
 	l := len(b)
 	i := 0
@@ -814,7 +814,7 @@ func unmarshalQuantity(p unsafe.Pointer, b []byte) error {
 		if err != nil {
 			return err
 		}
-		q, err := resource.ParseQuantity(aliasString(b[end-s : end]))
+		q, err := parseQuantity(b[end-s : end])
 		if err != nil {
 			return err
 		}
