@@ -16,16 +16,17 @@ import "slices"
 // chunk's share, where a trie of cells spent ~40 B (a node of 64 B and an
 // array for every two or three cells at its leaves).
 //
-// A write copies the bucket's list of chunks, 40 B a chunk: past
-// bucketChunkedMax cells (a namespace of thousands of pods, a field value
-// most objects share) the bucket holds its cells in a hash trie instead,
-// whose writes copy a path of nodes whatever its size.
+// A write copies the bucket's list of chunks, a pointer a chunk: past
+// bucketChunkedMax cells (a namespace of tens of thousands of pods, a field
+// value most objects share) the bucket holds its cells in a hash trie
+// instead, whose writes copy a path of nodes whatever its size, and whose
+// walk (a List of the value) is slower than the chunks'.
 type bucket = *cellSet
 
 type cellSet struct {
 	owner  *edit
-	chunks []cellChunk
-	size   int // the chunks' cells
+	chunks []*cellChunk // a chunk ed does not own is never changed
+	size   int          // the chunks' cells
 	// big holds the cells, and chunks is empty, once the bucket grew past
 	// bucketChunkedMax (it stays a trie if it shrinks again). The trie is
 	// keyed by the cell itself, as every bucket was before the chunks: a
@@ -35,10 +36,14 @@ type cellSet struct {
 	big trie[*cell, struct{}]
 }
 
-// bucketChunkedMax is the most cells a bucket keeps in chunks: a write then
-// copies at most ~100 chunks' entries (~4 KB), about what a trie copies.
-// A variable: tests lower it.
-var bucketChunkedMax = 4096
+// bucketChunkedMax is the most cells a bucket keeps in chunks. A write then
+// copies at most ~500 chunk pointers (4 KB) and one chunk: an add and a
+// delete in a bucket of 16,384 cells cost ~10 µs and 10 KB, against ~3 µs
+// and 2 KB in a trie. A trie costs ~30 B more per cell and its walk is 2–3
+// times as slow: a List of a namespace of 5,000 pods took 10 % longer from
+// a trie (section B6 of docs/benchmarks.md, the collector marking the
+// trie's nodes as the List's garbage is collected). A variable: tests lower it.
+var bucketChunkedMax = 1 << 14
 
 // trieHash makes a cell the key of a big bucket's trie.
 func (e *cell) trieHash() uint64 { return trieHash(e.key) }
@@ -124,7 +129,7 @@ func (s *cellSet) chunkFor(h uint64, k string) int {
 	lo, hi := 0, len(s.chunks)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		ch := &s.chunks[m]
+		ch := s.chunks[m]
 		if keyBefore(ch.lastHash, ch.cells[len(ch.cells)-1].key, h, k) {
 			lo = m + 1
 		} else {
@@ -158,7 +163,7 @@ func (s *cellSet) editable(ed *edit, extra int) *cellSet {
 	}
 	c := &cellSet{owner: ed}
 	if s != nil {
-		c.chunks = make([]cellChunk, len(s.chunks), len(s.chunks)+extra)
+		c.chunks = make([]*cellChunk, len(s.chunks), len(s.chunks)+extra)
 		copy(c.chunks, s.chunks)
 		c.size, c.big = s.size, s.big
 	}
@@ -167,13 +172,14 @@ func (s *cellSet) editable(ed *edit, extra int) *cellSet {
 }
 
 // editableChunk makes chunk i of s (which ed owns) one that ed owns, with
-// room for one more cell.
+// room for one more cell: a copy, if another edit's.
 func (s *cellSet) editableChunk(ed *edit, i int) *cellChunk {
-	ch := &s.chunks[i]
+	ch := s.chunks[i]
 	if ch.owner != ed {
 		cells := make([]*cell, len(ch.cells), len(ch.cells)+1)
 		copy(cells, ch.cells)
-		ch.owner, ch.cells = ed, cells
+		ch = &cellChunk{owner: ed, cells: cells, lastHash: ch.lastHash}
+		s.chunks[i] = ch
 	}
 	return ch
 }
@@ -192,7 +198,7 @@ func (s *cellSet) set(ed *edit, e *cell) *cellSet {
 	h := trieHash(e.key)
 	if s == nil || len(s.chunks) == 0 {
 		s = s.editable(ed, 1)
-		s.chunks = append(s.chunks, cellChunk{owner: ed, cells: []*cell{e}, lastHash: h})
+		s.chunks = append(s.chunks, &cellChunk{owner: ed, cells: []*cell{e}, lastHash: h})
 		s.size = 1
 		return s
 	}
@@ -237,12 +243,12 @@ func (s *cellSet) toTrie(ed *edit) {
 
 // split divides the full chunk i of s (both ed's) into two halves.
 func (s *cellSet) split(ed *edit, i int) {
-	ch := &s.chunks[i]
+	ch := s.chunks[i]
 	half := len(ch.cells) / 2
-	second := cellChunk{owner: ed, cells: slices.Clone(ch.cells[half:]), lastHash: ch.lastHash}
+	second := &cellChunk{owner: ed, cells: slices.Clone(ch.cells[half:]), lastHash: ch.lastHash}
 	first := ch.cells[:half] // its room stays for later adds of the batch; trim gives it back
 	last := first[len(first)-1]
-	*ch = cellChunk{owner: ed, cells: first, lastHash: trieHash(last.key)}
+	ch.cells, ch.lastHash = first, trieHash(last.key)
 	s.chunks = slices.Insert(s.chunks, i+1, second)
 }
 
@@ -298,7 +304,7 @@ func (s *cellSet) mapped(ed *edit, fn func(e *cell) *cell) *cellSet {
 	if s == nil {
 		return nil
 	}
-	c := &cellSet{owner: ed, chunks: make([]cellChunk, len(s.chunks)), size: s.size}
+	c := &cellSet{owner: ed, chunks: make([]*cellChunk, len(s.chunks)), size: s.size}
 	if s.isBig() {
 		c.big = s.big.mapped(ed, func(e *cell, v struct{}) (*cell, struct{}) { return fn(e), v })
 	}
@@ -307,7 +313,7 @@ func (s *cellSet) mapped(ed *edit, fn func(e *cell) *cell) *cellSet {
 		for j, e := range ch.cells {
 			cells[j] = fn(e)
 		}
-		c.chunks[i] = cellChunk{owner: ed, cells: cells, lastHash: ch.lastHash}
+		c.chunks[i] = &cellChunk{owner: ed, cells: cells, lastHash: ch.lastHash}
 	}
 	ed.grown = append(ed.grown, c) // the batch's adds may grow it in place
 	return c
@@ -326,13 +332,15 @@ func (s *cellSet) hasSpare() bool {
 	return false
 }
 
-// trim drops the spare room of s and of its chunks (see edit.trim).
+// trim drops the spare room of s and of the chunks its edit owns (see
+// edit.trim; a chunk of another edit was trimmed when that edit's batch
+// was, and may be read).
 func (s *cellSet) trim() {
 	if cap(s.chunks) > len(s.chunks) {
 		s.chunks = exactCopy(s.chunks)
 	}
-	for i := range s.chunks {
-		if ch := &s.chunks[i]; cap(ch.cells) > len(ch.cells) {
+	for _, ch := range s.chunks {
+		if ch.owner == s.owner && cap(ch.cells) > len(ch.cells) {
 			ch.cells = exactCopy(ch.cells)
 		}
 	}
