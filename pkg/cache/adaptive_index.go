@@ -484,7 +484,7 @@ func (a *adaptiveIndexes) unexportAll() {
 
 // labelIndexBytes estimates the heap an index of indexer holds: per filed entry a
 // cell pointer in its bucket's chunk and the chunk's share (~10 B; a value of more
-// than 4096 objects keeps them in a trie, ~40 B each, which this undercounts), per value a slot
+// than 16,384 objects keeps them in a trie, ~40 B each, which this undercounts), per value a slot
 // in the value trie, a bucket and its list of chunks (~130 B; the value strings are
 // interned, shared with other indexes), and per object the value's string header in
 // its record (16 B).
