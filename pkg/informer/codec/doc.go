@@ -30,6 +30,7 @@
 //	                     each field in place (unsafe)
 //	quantity_restore.go  quantityPlan: puts back the Quantity strings that a Marshal
 //	                     caches in the object it encodes (unsafe)
+//	quantity_cache.go    the decoder's cache of the Quantities it parsed last, by string
 //	plan_codec.go        Plan: NewPlan, Encode, Decode, DecodeInto, AppendLabels (unsafe)
 //	plan_codec_plan.go   its plans: per Go type, the values' ops and offsets, nested
 //	                     structs flattened, ObjectMeta (Labels first) leading
@@ -65,7 +66,9 @@
 // What a decoded object shares with the bytes. With Protobuf and Plan, every string of
 // the object (string fields, elements of string slices, the keys and values of
 // string maps, the string a resource.Quantity caches) points into the bytes:
-// it is not copied. Nothing else does: []byte fields are copies, and slices,
+// it is not copied; except that a Quantity Protobuf's decoder takes from its
+// cache (quantity_cache.go) holds the cache's own copy of its string, shared
+// with every Quantity decoded from that string and with no bytes. Nothing else does: []byte fields are copies, and slices,
 // maps, structs and pointers are allocated by this decode and shared with no
 // other object, so two objects decoded from the same bytes share nothing that
 // either may modify. Two consequences for memory: a string kept from a decoded
