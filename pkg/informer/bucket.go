@@ -41,8 +41,9 @@ type cellSet struct {
 // delete in a bucket of 16,384 cells cost ~10 µs and 10 KB, against ~3 µs
 // and 2 KB in a trie. A trie costs ~30 B more per cell and its walk is 2–3
 // times as slow: a List of a namespace of 5,000 pods took 10 % longer from
-// a trie (section B6 of docs/benchmarks.md, the collector marking the
-// trie's nodes as the List's garbage is collected). A variable: tests lower it.
+// a trie (section B6 of docs/benchmarks.md; most likely the collector
+// marking the trie's nodes as the List's garbage is collected). A variable:
+// tests lower it.
 var bucketChunkedMax = 1 << 14
 
 // trieHash makes a cell the key of a big bucket's trie.
