@@ -307,7 +307,7 @@ func uniquenessGuard(sample, total int) func(values []string) error {
 	return func(values []string) error {
 		seen++
 		if len(values) > 0 {
-			distinct[values[len(values)-1]] = struct{}{} // the all-namespaces value
+			distinct[values[0]] = struct{}{} // the label's value
 		}
 		if seen >= sample && 2*len(distinct) > seen {
 			return fmt.Errorf("%w: %d values among %d objects", errUniqueValues, len(distinct), seen)
@@ -331,6 +331,7 @@ func (a *adaptiveIndexes) build(ctx context.Context, req buildRequest) {
 			break
 		}
 		n := s.indexer.Len()
+		req.e.scoped.add(name)
 		err = s.indexer.BuildIndex(ctx, name, labelIndexFunc(req.idx.key, a.intern), informer.BuildIndexOptions{
 			// labelIndexFunc reads only the namespace and the labels: read from the
 			// stored bytes, not decoded.

@@ -40,8 +40,8 @@ limitations under the License.
 //
 // Reads follow controller-runtime's CacheReader: Get and List return deep copies unless
 // UnsafeDisableDeepCopy is set (under compact storage, objects decoded for the caller), NotFound errors name the kind, MatchingFields needs an
-// index registered with IndexField ("field:<name>", values "<ns>/<v>" and
-// "__all_namespaces/<v>"). Beyond controller-runtime, label keys declared with
+// index registered with IndexField ("field:<name>", read as "<ns>/<v>" and
+// "__all_namespaces/<v>", each object filed once per value: see Cache.IndexField). Beyond controller-runtime, label keys declared with
 // WithLabelIndexes are indexed for every kind as "label:<key>", and a List whose label
 // selector has an equality or set-membership requirement on such a key is answered from
 // that index instead of a scan of the namespace or of every object; ListStats reports

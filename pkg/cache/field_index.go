@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -33,9 +32,11 @@ import (
 )
 
 // AllNamespacesIndexPrefix is the namespace part of the index values that match an
-// object whatever its namespace: field and label indexes store "<ns>/<value>" and
+// object whatever its namespace: field and label indexes answer "<ns>/<value>" and
 // "__all_namespaces/<value>" for a namespaced object, and only the latter for a
-// cluster-scoped one. The same convention as controller-runtime's field indexes.
+// cluster-scoped one. The same convention as controller-runtime's field indexes
+// (deltacache files each object once per value, and its informer answers both forms:
+// informer.IndexerOptions.NamespaceScoped).
 const AllNamespacesIndexPrefix = "__all_namespaces"
 
 // FieldIndexName returns the name of the index IndexField registers for field:
@@ -60,10 +61,13 @@ var errNonExactFieldMatch = errors.New("non-exact field matches are not supporte
 // IndexField adds an index named "field:<field>" to the informer of obj's kind and
 // shape, creating the informer if needed (without waiting for it to sync, also after
 // the cache started; an index added to a running informer is back-filled). For every
-// value v that extractValue returns, the index stores "<ns>/<v>" and
+// value v that extractValue returns, the index answers "<ns>/<v>" and
 // "__all_namespaces/<v>" for a namespaced object and only "__all_namespaces/<v>" for a
-// cluster-scoped one, so List with MatchingFields{field: v} finds it with or without
-// InNamespace. The objects passed to extractValue are of the informer's Go type.
+// cluster-scoped one, as controller-runtime's does (ByIndex, IndexKeys, GetIndexers), so
+// List with MatchingFields{field: v} finds it with or without InNamespace; it files each
+// object once per value, not twice (the informer's index is namespace-scoped:
+// informer.IndexerOptions.NamespaceScoped). The objects passed to extractValue are of
+// the informer's Go type.
 //
 // Errors: obj's GVK is unknown or has no REST mapping, or an index with that name
 // already exists on the informer. Follows controller-runtime's informerCache.IndexField.
@@ -73,37 +77,35 @@ func (c *Cache) IndexField(
 	if gvk, err := apiutil.GVKForObject(obj, c.scheme); err == nil && c.isForeign(entryKey{gvk: gvk, shape: shapeOf(obj)}, obj) {
 		return c.foreign.cache.IndexField(ctx, obj, field, extractValue)
 	}
-	informer, err := c.GetInformer(ctx, obj, crcache.BlockUntilSynced(false))
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
 	if err != nil {
 		return err
 	}
-	indexers := toolscache.Indexers{FieldIndexName(field): fieldIndexFunc(extractValue, c.intern)}
-	if err := informer.AddIndexers(indexers); err != nil {
+	e, _, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj, false, false)
+	if err != nil {
+		return err
+	}
+	name := FieldIndexName(field)
+	e.scoped.add(name)
+	if err := e.informer.AddIndexers(toolscache.Indexers{name: fieldIndexFunc(extractValue, c.intern)}); err != nil {
 		return fmt.Errorf("adding field index %q for %T: %w", field, obj, err)
 	}
 	return nil
 }
 
-// fieldIndexFunc wraps extractValue into an IndexFunc that namespaces its values, as
-// intern's shared copies (see interner.namespacedKeys; intern may be nil).
+// fieldIndexFunc wraps extractValue into the IndexFunc of a namespace-scoped index
+// (entry.scoped): the values extractValue returns, as intern's shared copies (intern
+// may be nil); the informer answers them in controller-runtime's layout.
 func fieldIndexFunc(extractValue client.IndexerFunc, intern *interner) toolscache.IndexFunc {
 	return func(raw any) ([]string, error) {
 		obj, ok := raw.(client.Object)
 		if !ok {
 			return nil, fmt.Errorf("object of type %T is not an Object", raw)
 		}
-		ns := obj.GetNamespace()
 		values := extractValue(obj)
-		if ns == "" {
-			out := make([]string, len(values))
-			for i, v := range values {
-				_, out[i] = intern.namespacedKeys("", v)
-			}
-			return out, nil
-		}
-		out := make([]string, 2*len(values))
+		out := make([]string, len(values))
 		for i, v := range values {
-			out[i], out[i+len(values)] = intern.namespacedKeys(ns, v)
+			out[i] = intern.shared(v)
 		}
 		return out, nil
 	}

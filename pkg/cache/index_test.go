@@ -33,21 +33,29 @@ import (
 	"github.com/deltacache/deltacache/pkg/informer"
 )
 
-func TestLabelIndexFuncEmitsNamespacedAndAllNamespacesValues(t *testing.T) {
+// The label and field index functions return plain values; the informer of a
+// namespace-scoped index (as newEntry makes them) hands them out, through GetIndexers,
+// in controller-runtime's layout.
+func TestLabelIndexFuncAnswersInControllerRuntimesLayout(t *testing.T) {
 	fn := labelIndexFunc(appLabel, nil)
 	got, err := fn(configMap("a", "x", map[string]string{appLabel: webApp}))
+	if err != nil || !slices.Equal(got, []string{webApp}) {
+		t.Errorf("plain: %v %v", got, err)
+	}
+	layout := newTestIndexer(t).GetIndexers()[LabelIndexName(appLabel)]
+	got, err = layout(configMap("a", "x", map[string]string{appLabel: webApp}))
 	if err != nil || !slices.Equal(got, []string{"a/web", "__all_namespaces/web"}) {
 		t.Errorf("namespaced: %v %v", got, err)
 	}
-	got, _ = fn(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{appLabel: webApp}}})
+	got, _ = layout(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{appLabel: webApp}}})
 	if !slices.Equal(got, []string{"__all_namespaces/web"}) {
 		t.Errorf("cluster-scoped: %v", got)
 	}
-	got, _ = fn(configMap("a", "x", map[string]string{"other": webApp}))
+	got, _ = layout(configMap("a", "x", map[string]string{"other": webApp}))
 	if len(got) != 0 {
 		t.Errorf("without the label: %v", got)
 	}
-	got, _ = fn(configMap("a", "x", map[string]string{appLabel: ""}))
+	got, _ = layout(configMap("a", "x", map[string]string{appLabel: ""}))
 	if !slices.Equal(got, []string{"a/", "__all_namespaces/"}) {
 		t.Errorf("empty value: %v", got)
 	}
@@ -55,11 +63,17 @@ func TestLabelIndexFuncEmitsNamespacedAndAllNamespacesValues(t *testing.T) {
 
 func TestFieldIndexFuncFollowsControllerRuntimeConvention(t *testing.T) {
 	fn := fieldIndexFunc(func(o client.Object) []string { return []string{"x", "y"} }, nil)
-	got, err := fn(configMap("a", "n", nil))
+	if got, err := fn(configMap("a", "n", nil)); err != nil || !slices.Equal(got, []string{"x", "y"}) {
+		t.Errorf("plain: %v %v", got, err)
+	}
+	idx := informer.NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{"field:f": fn},
+		informer.IndexerOptions{NamespaceScoped: func(string) bool { return true }})
+	layout := idx.GetIndexers()["field:f"]
+	got, err := layout(configMap("a", "n", nil))
 	if err != nil || !slices.Equal(got, []string{"a/x", "a/y", "__all_namespaces/x", "__all_namespaces/y"}) {
 		t.Errorf("namespaced: %v %v", got, err)
 	}
-	got, _ = fn(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	got, _ = layout(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
 	if !slices.Equal(got, []string{"__all_namespaces/x", "__all_namespaces/y"}) {
 		t.Errorf("cluster-scoped: %v", got)
 	}
@@ -108,7 +122,10 @@ func newTestIndexer(t *testing.T, objs ...any) *informer.Indexer {
 	}
 	indexers[FieldIndexName(tierLabel)] = fieldIndexFunc(byLabel(tierLabel), nil)
 	indexers[FieldIndexName(appLabel)] = fieldIndexFunc(byLabel(appLabel), nil)
-	idx := informer.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	// As newEntry makes them: the label and field indexes are namespace-scoped.
+	idx := informer.NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, indexers, informer.IndexerOptions{
+		NamespaceScoped: func(name string) bool { return name != toolscache.NamespaceIndex },
+	})
 	for _, obj := range objs {
 		if err := idx.Add(obj); err != nil {
 			t.Fatal(err)
@@ -198,25 +215,29 @@ func TestIndexValuesAreSharedStringsWhenInterned(t *testing.T) {
 		}
 		return true
 	}
-	one, two := configMap("a", "one", map[string]string{appLabel: webApp}), configMap("a", "two",
-		map[string]string{appLabel: webApp})
+	// Two objects whose label values are equal strings in separate memory.
+	one, two := configMap("a", "one", map[string]string{appLabel: strings.Clone(webApp)}), configMap("a", "two",
+		map[string]string{appLabel: strings.Clone(webApp)})
 	for name, fn := range map[string]toolscache.IndexFunc{
 		"label": labelIndexFunc(appLabel, intern),
 		"field": fieldIndexFunc(func(o client.Object) []string { return []string{o.GetLabels()[appLabel]} }, intern),
 	} {
 		first, err1 := fn(one)
 		second, err2 := fn(two)
-		if err1 != nil || err2 != nil || !slices.Equal(first, []string{"a/web", "__all_namespaces/web"}) {
+		if err1 != nil || err2 != nil || !slices.Equal(first, []string{webApp}) {
 			t.Fatalf("%s: values %v, %v (%v, %v)", name, first, second, err1, err2)
 		}
 		if !sameData(first, second) {
 			t.Errorf("%s: two objects filed under the same values hold separate strings", name)
 		}
+		if unsafe.StringData(first[0]) == unsafe.StringData(one.GetLabels()[appLabel]) {
+			t.Errorf("%s: the table kept the first object's own string instead of a copy", name)
+		}
 	}
 	longer := "a-label-value-longer-than-thirty-two-bytes"
-	_, _ = intern.namespacedKeys("a", longer)
+	_ = intern.shared(longer)
 	for _, value := range []string{webApp, longer} {
-		if allocs := testing.AllocsPerRun(100, func() { _, _ = intern.namespacedKeys("a", value) }); allocs != 0 {
+		if allocs := testing.AllocsPerRun(100, func() { _ = intern.shared(value) }); allocs != 0 {
 			t.Errorf("known value %q cost %v allocations, want 0", value, allocs)
 		}
 	}
@@ -226,11 +247,8 @@ func TestIndexValuesAreSharedStringsWhenInterned(t *testing.T) {
 	if !slices.Equal(first, second) || sameData(first, second) {
 		t.Errorf("without interning: %v and %v, want equal values in separate strings", first, second)
 	}
-	long := strings.Repeat("x", internMaxLen)
-	if got, all := intern.namespacedKeys("a", long); got != "a/"+long || all != "__all_namespaces/"+long {
-		t.Errorf("a value longer than the intern limit came back as %q, %q", got, all)
-	}
-	if got, all := intern.namespacedKeys("", webApp); got != "" || all != "__all_namespaces/web" {
-		t.Errorf("cluster-scoped: %q, %q; want no namespaced value", got, all)
+	long := strings.Repeat("x", internMaxLen+1)
+	if got := intern.shared(long); unsafe.StringData(got) != unsafe.StringData(long) {
+		t.Errorf("a value longer than the intern limit was copied")
 	}
 }

@@ -56,11 +56,14 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 	set := c.scopes.scopesFor(key.gvk, namespaced)
 
 	e := &entry{key: key, namespaced: namespaced, restricted: set.restricted}
+	for _, k := range c.settings.LabelIndexes {
+		e.scoped.add(LabelIndexName(k))
+	}
 	for _, scope := range set.scopes {
 		if !namespaced {
 			scope.namespace = ""
 		}
-		s, err := c.newScopedInformer(key, mapping, namespaced, scope)
+		s, err := c.newScopedInformer(key, mapping, namespaced, scope, e.scoped.has)
 		if err != nil {
 			return nil, err
 		}
@@ -79,7 +82,7 @@ func (c *Cache) newEntry(key entryKey) (*entry, error) {
 // check, the shard selector and the mutation detector, with the cache's settings for
 // pkg/informer's Options. mapping and namespaced are key's REST mapping and scope.
 func (c *Cache) newScopedInformer(
-	key entryKey, mapping *meta.RESTMapping, namespaced bool, scope watchScope,
+	key entryKey, mapping *meta.RESTMapping, namespaced bool, scope watchScope, scoped func(string) bool,
 ) (*scopedInformer, error) {
 	example, err := c.exampleObject(key)
 	if err != nil {
@@ -111,6 +114,7 @@ func (c *Cache) newScopedInformer(
 		Name:                name,
 		ResyncPeriod:        jitter(scope.syncPeriod),
 		Indexers:            c.baseIndexers(),
+		NamespaceScoped:     scoped,
 		Transform:           c.storeTransform(key.gvk, scope.transform, detector, codec != nil),
 		WatchErrorHandler:   c.watchErrorHandler,
 		Logger:              c.log,

@@ -105,6 +105,8 @@ type entry struct {
 	// informer is what GetInformer returns: the scope's *informer.SharedIndexInformer when
 	// there is one scope, a multiNamespaceInformer over all scopes otherwise.
 	informer crcache.Informer
+	// scoped names the indexes pkg/cache gave its informers (label_index.go).
+	scoped scopedIndexes
 }
 
 // scopedInformer is one running (or runnable) informer of an entry.

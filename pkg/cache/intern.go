@@ -18,8 +18,8 @@ package cache
 
 import (
 	"slices"
+	"strings"
 	"sync"
-	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -87,42 +87,22 @@ func (t *interner) addLocked(s string) {
 	t.current[s] = s
 }
 
-// namespacedKeys returns the two index values of value for an object of namespace
-// ns, KeyToNamespacedKey(ns, value) ("" when ns is "": a cluster-scoped object has
-// none) and KeyToNamespacedKey("", value) ("__all_namespaces/<value>"), as the
-// table's shared copies. The label and field index functions call it for every object
-// they index, and their values repeat (every pod of an app, every pod of a node): the
-// records filed under one value then hold one string instead of one each, and values
-// seen before cost no allocation. t may be nil (interning off): the strings are built
-// anew.
-func (t *interner) namespacedKeys(ns, value string) (inNamespace, allNamespaces string) {
-	if t == nil {
-		if ns != "" {
-			inNamespace = KeyToNamespacedKey(ns, value)
-		}
-		return inNamespace, KeyToNamespacedKey("", value)
+// shared returns the table's shared copy of s, an index value. The label and field
+// index functions call it for every object they index, and their values repeat (every
+// pod of an app, every pod of a node): the records filed under one value then hold one
+// string. A value the table does not hold yet is kept as a copy (s may be a view of
+// bytes decoded from a stored record, which the table must not keep alive). t may be
+// nil (interning off): s is returned.
+func (t *interner) shared(s string) string {
+	if t == nil || s == "" || len(s) > internMaxLen {
+		return s
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if ns != "" {
-		inNamespace = t.joinedLocked(ns, value)
-	}
-	return inNamespace, t.joinedLocked(AllNamespacesIndexPrefix, value)
-}
-
-// joinedLocked returns the shared copy of prefix + "/" + value, built in a stack
-// buffer and looked up through a view of it, so that a string the table holds costs
-// no allocation. t.mu is held.
-func (t *interner) joinedLocked(prefix, value string) string {
-	var buf [128]byte
-	b := append(append(append(buf[:0], prefix...), '/'), value...)
-	if len(b) > internMaxLen {
-		return string(b)
-	}
-	if shared, ok := t.sharedLocked(unsafe.String(unsafe.SliceData(b), len(b))); ok {
+	if shared, ok := t.sharedLocked(s); ok {
 		return shared
 	}
-	s := string(b)
+	s = strings.Clone(s)
 	t.addLocked(s)
 	return s
 }

@@ -19,6 +19,7 @@ package cache
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -34,6 +35,23 @@ func LabelIndexName(key string) string {
 	return "label:" + key
 }
 
+// scopedIndexes names the indexes of one entry's informers that pkg/cache gave a
+// function of plain values: the "label:<key>" indexes and IndexField's "field:<field>".
+// Their informers file them namespace-scoped (informer.Options.NamespaceScoped) and
+// answer in controller-runtime's layout, "<ns>/<value>" and "__all_namespaces/<value>",
+// at half the entries. An index added by anyone else (GetInformer().AddIndexers) is
+// filed as its function returns. A name is added before its index, and never removed.
+type scopedIndexes struct {
+	names sync.Map // string → struct{}
+}
+
+func (s *scopedIndexes) add(name string) { s.names.Store(name, struct{}{}) }
+
+func (s *scopedIndexes) has(name string) bool {
+	_, ok := s.names.Load(name)
+	return ok
+}
+
 // labelIndexers returns the "label:<key>" indexers for keys, whose values come from
 // intern (nil: built per object).
 func labelIndexers(keys []string, intern *interner) toolscache.Indexers {
@@ -44,11 +62,12 @@ func labelIndexers(keys []string, intern *interner) toolscache.Indexers {
 	return indexers
 }
 
-// labelIndexFunc indexes an object by the value of its label key: "<ns>/<value>" and
-// "__all_namespaces/<value>" for a namespaced object, "__all_namespaces/<value>" for a
-// cluster-scoped one, nothing when the label is absent. An empty label value is a value
-// like any other ("app=" matches objects whose label app is ""). The value strings are
-// intern's shared copies (see interner.namespacedKeys); intern may be nil.
+// labelIndexFunc indexes an object by the value of its label key, nothing when the
+// label is absent. An empty label value is a value like any other ("app=" matches
+// objects whose label app is ""). The index is namespace-scoped (entry.scoped): its
+// informer answers "<ns>/<value>" and "__all_namespaces/<value>", controller-runtime's
+// layout, from the plain value. The value strings are intern's shared copies; intern
+// may be nil.
 func labelIndexFunc(key string, intern *interner) toolscache.IndexFunc {
 	return func(obj any) ([]string, error) {
 		m, err := apimeta.Accessor(obj)
@@ -59,11 +78,7 @@ func labelIndexFunc(key string, intern *interner) toolscache.IndexFunc {
 		if !ok {
 			return nil, nil
 		}
-		inNamespace, allNamespaces := intern.namespacedKeys(m.GetNamespace(), value)
-		if inNamespace != "" {
-			return []string{inNamespace, allNamespaces}, nil
-		}
-		return []string{allNamespaces}, nil
+		return []string{intern.shared(value)}, nil
 	}
 }
 

@@ -41,9 +41,10 @@ import (
 // no field for. The zero value is valid and gives controller-runtime's behaviour plus
 // deltacache's defaults, as documented per field. Build it with Options passed to NewWith.
 type Config struct {
-	// LabelIndexes are label keys indexed for every kind as index "label:<key>", with
-	// values "<namespace>/<labelvalue>" and "__all_namespaces/<labelvalue>" (cluster-scoped
-	// objects only get the latter). A List whose label selector has an "=", "==" or "in"
+	// LabelIndexes are label keys indexed for every kind as index "label:<key>", read
+	// (ByIndex, IndexKeys) with values "<namespace>/<labelvalue>" and
+	// "__all_namespaces/<labelvalue>" (cluster-scoped objects only answer the latter),
+	// each object filed once under its label value. A List whose label selector has an "=", "==" or "in"
 	// requirement on one of these keys is answered from the index.
 	// Zero value: no label indexes; label selectors are evaluated by scanning the
 	// namespace index or every object, as controller-runtime does.

@@ -27,6 +27,8 @@ type Indexer struct {
 	// codec, when set, holds objects encoded (see IndexerOptions.Codec).
 	codec        StorageCodec
 	onCodecError func(key string, err error)
+	// scoped names the namespace-scoped indexes (IndexerOptions).
+	scoped func(indexName string) bool
 
 	// table is the current content; readers load it, the writer replaces
 	// its segments and indexes, or (Replace, AddIndexers, growth) all of it.
@@ -47,6 +49,8 @@ type Indexer struct {
 type indexFuncs struct {
 	names []string
 	fns   []toolscache.IndexFunc
+	// scoped[i]: names[i] is namespace-scoped (scoped_index.go).
+	scoped []bool
 }
 
 // indexValues are the values of one object for every index of a funcs set,
@@ -78,12 +82,16 @@ type IndexerOptions struct {
 	// error, List and ByIndex omit the object); cheap and safe for concurrent
 	// use. nil = ignore.
 	OnCodecError func(key string, err error)
+	// NamespaceScoped says once per index added if its function returns plain
+	// values v that reads ask in controller-runtime's layout, "<ns>/<v>" or
+	// "__all_namespaces/<v>" (half the entries; see scoped_index.go).
+	NamespaceScoped func(indexName string) bool
 }
 
 // NewIndexerWithOptions is NewIndexer with options (compact storage).
 func NewIndexerWithOptions(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers, opts IndexerOptions) *Indexer {
-	ix := &Indexer{keyFunc: keyFunc, codec: opts.Codec, onCodecError: opts.OnCodecError}
-	ix.table.Store(newSegmentTable(newIndexFuncs(indexers), 0, ""))
+	ix := &Indexer{keyFunc: keyFunc, codec: opts.Codec, onCodecError: opts.OnCodecError, scoped: opts.NamespaceScoped}
+	ix.table.Store(newSegmentTable(newIndexFuncs(indexers, ix.scoped), 0, ""))
 	return ix
 }
 
@@ -107,7 +115,9 @@ func (ix *Indexer) StoredStats() StoredStats {
 	return StoredStats{Objects: t.size.Load(), Encoded: t.encoded.Load(), EncodedBytes: t.encodedBytes.Load()}
 }
 
-func newIndexFuncs(indexers toolscache.Indexers) *indexFuncs {
+// newIndexFuncs returns indexers as an indexFuncs, the names scoped reports
+// (nil: none) namespace-scoped.
+func newIndexFuncs(indexers toolscache.Indexers, scoped func(name string) bool) *indexFuncs {
 	f := &indexFuncs{names: make([]string, 0, len(indexers))}
 	for name := range indexers {
 		f.names = append(f.names, name)
@@ -115,8 +125,20 @@ func newIndexFuncs(indexers toolscache.Indexers) *indexFuncs {
 	slices.Sort(f.names)
 	for _, name := range f.names {
 		f.fns = append(f.fns, indexers[name])
+		f.scoped = append(f.scoped, scoped != nil && scoped(name))
 	}
 	return f
+}
+
+// scopedOr is the scoped argument of newIndexFuncs for a set of indexes that
+// extends f: f's indexes keep what they are, others are asked of next.
+func (f *indexFuncs) scopedOr(next func(name string) bool) func(name string) bool {
+	return func(name string) bool {
+		if i, ok := slices.BinarySearch(f.names, name); ok {
+			return f.scoped[i]
+		}
+		return next != nil && next(name)
+	}
 }
 
 // compute runs every index function of f on obj. It takes no lock.
@@ -301,7 +323,7 @@ func (ix *Indexer) Index(indexName string, obj any) ([]any, error) {
 	}
 	idx := t.indices.Load().byName[i]
 	if len(values) == 1 {
-		return ix.bucketObjects(t, idx, i, values[0]), nil
+		return ix.bucketObjects(t, idx, i, indexLookup{value: values[0]}), nil
 	}
 	seen := map[*cell]struct{}{}
 	var out []any
@@ -332,13 +354,13 @@ func (t *segmentTable) index(name string) (int, trie[indexValue, bucket], bool) 
 	return i, t.indices.Load().byName[i], true
 }
 
-// bucketObjects returns the objects filed under value in idx (index i of
-// t): those of the bucket's cells whose current record is filed there.
-func (ix *Indexer) bucketObjects(t *segmentTable, idx trie[indexValue, bucket], i int, value string) []any {
-	b, _ := idx.get(indexValue(value))
+// bucketObjects returns the objects filed under l in idx (index i of t):
+// those of the bucket's cells whose current record is filed there.
+func (ix *Indexer) bucketObjects(t *segmentTable, idx trie[indexValue, bucket], i int, l indexLookup) []any {
+	b, _ := idx.get(indexValue(l.value))
 	out := make([]any, 0, b.Len())
 	b.each(func(e *cell) bool {
-		if r := e.rec.Load(); r.filedUnder(i, len(t.funcs.names), value) {
+		if r := e.rec.Load(); l.holds(i, len(t.funcs.names), e.key, r) {
 			if obj, err := ix.read(e.key, r); err == nil {
 				out = append(out, obj)
 			}
@@ -372,10 +394,14 @@ func (ix *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	if !ok {
 		return nil, errNoIndex(indexName)
 	}
-	b, _ := idx.get(indexValue(indexedValue))
+	l, ok := t.funcs.lookupOf(i, indexedValue)
+	if !ok {
+		return []string{}, nil
+	}
+	b, _ := idx.get(indexValue(l.value))
 	out := make([]string, 0, b.Len())
 	b.each(func(e *cell) bool {
-		if e.rec.Load().filedUnder(i, len(t.funcs.names), indexedValue) {
+		if l.holds(i, len(t.funcs.names), e.key, e.rec.Load()) {
 			out = append(out, e.key)
 		}
 		return true
@@ -387,9 +413,13 @@ func (ix *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 // ListIndexFuncValues returns every value present in the index indexName,
 // sorted; nil if the index does not exist.
 func (ix *Indexer) ListIndexFuncValues(indexName string) []string {
-	_, idx, ok := ix.table.Load().index(indexName)
+	t := ix.table.Load()
+	i, idx, ok := t.index(indexName)
 	if !ok {
 		return nil
+	}
+	if t.funcs.scoped[i] {
+		return t.scopedValues(i, idx)
 	}
 	out := make([]string, 0, idx.Len())
 	idx.each(func(v indexValue, _ bucket) bool {
@@ -409,12 +439,24 @@ func (ix *Indexer) ByIndex(indexName, indexedValue string) ([]any, error) {
 	if !ok {
 		return nil, errNoIndex(indexName)
 	}
-	return ix.bucketObjects(t, idx, i, indexedValue), nil
+	l, ok := t.funcs.lookupOf(i, indexedValue)
+	if !ok {
+		return []any{}, nil
+	}
+	return ix.bucketObjects(t, idx, i, l), nil
 }
 
-// GetIndexers returns a copy of the index functions.
+// GetIndexers returns a copy of the index functions (a namespace-scoped
+// index's in controller-runtime's layout: see IndexerOptions).
 func (ix *Indexer) GetIndexers() toolscache.Indexers {
-	return indexersOf(ix.table.Load().funcs)
+	f := ix.table.Load().funcs
+	out := indexersOf(f)
+	for i, name := range f.names {
+		if f.scoped[i] {
+			out[name] = scopedFunc(f.fns[i])
+		}
+	}
+	return out
 }
 
 // indexersOf returns f as toolscache.Indexers.
@@ -449,8 +491,8 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	}
 	all := indexersOf(cur.funcs)
 	maps.Copy(all, newIndexers)
-	funcs := newIndexFuncs(all)
-	added := newIndexFuncs(newIndexers)
+	funcs := newIndexFuncs(all, cur.funcs.scopedOr(ix.scoped))
+	added := newIndexFuncs(newIndexers, ix.scoped)
 	// Existing objects keep their computed values; only the new functions run.
 	next := newSegmentTable(funcs, int(cur.size.Load()), *cur.rv.Load())
 	var errs []error

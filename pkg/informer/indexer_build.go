@@ -120,7 +120,7 @@ func (ix *Indexer) BuildIndex(ctx context.Context, name string, fn toolscache.In
 		}
 	}
 	return ix.rebuild(ctx, func(from *indexFuncs) (*tableChange, error) {
-		return addChange(from, name, fn, objectOf)
+		return addChange(from, name, fn, objectOf, ix.scoped)
 	}, opts.Observe)
 }
 
@@ -135,13 +135,13 @@ func (ix *Indexer) RemoveIndex(ctx context.Context, name string) error {
 
 // addChange is the tableChange of BuildIndex.
 func addChange(from *indexFuncs, name string, fn toolscache.IndexFunc,
-	objectOf func(string, []byte) (any, error)) (*tableChange, error) {
+	objectOf func(string, []byte) (any, error), scoped func(string) bool) (*tableChange, error) {
 	if _, ok := slices.BinarySearch(from.names, name); ok {
 		return nil, fmt.Errorf("indexer conflict: [%s]", name)
 	}
 	all := indexersOf(from)
 	all[name] = fn
-	to := newIndexFuncs(all)
+	to := newIndexFuncs(all, from.scopedOr(scoped))
 	pos, _ := slices.BinarySearch(to.names, name)
 	var copies valueCopies
 	return &tableChange{from: from, to: to, vals: func(key string, r *record) (indexValues, []string, error) {
@@ -183,7 +183,7 @@ func removeChange(from *indexFuncs, name string) (*tableChange, error) {
 	}
 	all := indexersOf(from)
 	delete(all, name)
-	to := newIndexFuncs(all)
+	to := newIndexFuncs(all, from.scopedOr(nil))
 	return &tableChange{from: from, to: to, vals: func(_ string, r *record) (indexValues, []string, error) {
 		v := indexValues{funcs: to, values: make([][]string, len(to.names))}
 		for i := range to.names {
@@ -416,7 +416,7 @@ func (t *segmentTable) refilePrivate(e *cell, old, rec *record, ed *edit) {
 }
 
 // IndexStats returns the index name's number of distinct values and of
-// (value, object) entries, ok false if there is no such index; O(values).
+// (value, object) entries as stored, ok false if there is no such index.
 func (ix *Indexer) IndexStats(name string) (values, entries int, ok bool) {
 	_, idx, ok := ix.table.Load().index(name)
 	if !ok {
@@ -431,14 +431,29 @@ func (ix *Indexer) IndexStats(name string) (values, entries int, ok bool) {
 
 // IndexCount returns how many objects are filed under value in the index name
 // (0 if none) without reading them: an upper bound while a write moving an
-// object between values is in flight.
+// object between values is in flight ("<ns>/<v>" of a scoped index: v's in ns).
 func (ix *Indexer) IndexCount(name, value string) int {
-	_, idx, ok := ix.table.Load().index(name)
+	t := ix.table.Load()
+	i, idx, ok := t.index(name)
 	if !ok {
 		return 0
 	}
-	b, _ := idx.get(indexValue(value))
-	return b.Len()
+	l, ok := t.funcs.lookupOf(i, value)
+	if !ok {
+		return 0
+	}
+	b, _ := idx.get(indexValue(l.value))
+	if l.namespace == "" {
+		return b.Len()
+	}
+	n := 0
+	b.each(func(e *cell) bool {
+		if inNamespace(e.key, l.namespace) {
+			n++
+		}
+		return true
+	})
+	return n
 }
 
 // labelsObjectOf returns an objectOf that reads a record's labels with lr

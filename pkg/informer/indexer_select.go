@@ -74,7 +74,11 @@ func (ix *Indexer) Select(from Candidates, sel Selection) ([]any, error) {
 		if !ok {
 			return nil, errNoIndex(f.Index)
 		}
-		s.filed = append(s.filed, filedValue{index: i, value: f.Value})
+		l, ok := t.funcs.lookupOf(i, f.Value)
+		if !ok {
+			return nil, nil // a namespace-scoped index holds no such value
+		}
+		s.filed = append(s.filed, filedValue{index: i, at: l})
 	}
 	switch {
 	case from.Index == "" && s.query != nil:
@@ -114,10 +118,11 @@ type selectState struct {
 	err     error
 }
 
-// filedValue is an IndexValue with its index's position in the table's funcs.
+// filedValue is an IndexValue with its index's position in the table's funcs
+// and where the value is filed.
 type filedValue struct {
 	index int
-	value string
+	at    indexLookup
 }
 
 // fromIndex visits the records filed under from.Values in from.Index.
@@ -126,25 +131,35 @@ func (s *selectState) fromIndex(t *segmentTable, from Candidates) error {
 	if !ok {
 		return errNoIndex(from.Index)
 	}
+	var buf [4]indexLookup
+	lookups := buf[:0]
+	for _, v := range from.Values {
+		if l, ok := t.funcs.lookupOf(i, v); ok {
+			lookups = append(lookups, l)
+		}
+	}
 	var seen map[*cell]struct{}
-	if len(from.Values) > 1 && !from.Distinct {
+	if len(lookups) > 1 && !from.Distinct {
 		n := 0
-		for _, v := range from.Values {
-			b, _ := idx.get(indexValue(v))
+		for _, l := range lookups {
+			b, _ := idx.get(indexValue(l.value))
 			n += b.Len()
 		}
 		seen = make(map[*cell]struct{}, n)
 	}
 	more := true
-	for _, v := range from.Values {
-		b, _ := idx.get(indexValue(v))
+	for _, l := range lookups {
+		b, _ := idx.get(indexValue(l.value))
 		b.each(func(e *cell) bool {
+			if !inNamespace(e.key, l.namespace) {
+				return true
+			}
 			if s.query != nil && !s.query.mayMatch(labelPrint(e.print.Load())) {
 				s.visited++
 				return true
 			}
 			r := e.rec.Load()
-			if !r.filedUnder(i, s.indexes, v) {
+			if !r.filedUnder(i, s.indexes, l.value) {
 				return true
 			}
 			if seen != nil {
@@ -181,7 +196,7 @@ func (s *selectState) visitCell(e *cell) bool {
 func (s *selectState) visit(key string, r *record) bool {
 	s.visited++
 	for _, f := range s.filed {
-		if !r.filedUnder(f.index, s.indexes, f.value) {
+		if !f.at.holds(f.index, s.indexes, key, r) {
 			return true
 		}
 	}

@@ -32,6 +32,8 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Indexers are the initial indexes (more via AddIndexers, also after start).
 	Indexers toolscache.Indexers
+	// NamespaceScoped names the namespace-scoped indexes: see IndexerOptions.
+	NamespaceScoped func(indexName string) bool
 	// Transform runs once on every object received (listed or watched)
 	// before it is stored; never on tombstones or resyncs.
 	Transform toolscache.TransformFunc
@@ -184,7 +186,7 @@ func NewSharedIndexInformer(
 		s.name = objectTypeName(exampleObject)
 	}
 	s.indexer = NewIndexerWithOptions(toolscache.DeletionHandlingMetaNamespaceKeyFunc, opts.Indexers,
-		IndexerOptions{Codec: opts.StorageCodec, OnCodecError: s.codecError})
+		IndexerOptions{Codec: opts.StorageCodec, OnCodecError: s.codecError, NamespaceScoped: opts.NamespaceScoped})
 	s.fifo = newDeltaFIFO(deltaFIFOOptions{
 		KeyFunction:  toolscache.DeletionHandlingMetaNamespaceKeyFunc,
 		KnownObjects: s.indexer,

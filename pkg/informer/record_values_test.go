@@ -55,7 +55,7 @@ func TestRecordAndItsValuesAreOneAllocation(t *testing.T) {
 			t.Errorf("size %d: vals %q", size, r.vals)
 		}
 	}
-	funcs := newIndexFuncs(toolscache.Indexers{"a": nil, "b": nil})
+	funcs := newIndexFuncs(toolscache.Indexers{"a": nil, "b": nil}, nil)
 	vals := indexValues{funcs: funcs, values: [][]string{{"x"}, {"y"}}}
 	old, changed := newRecord(nil, []byte("1"), nil, vals, nil)
 	if !changed {

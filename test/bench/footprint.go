@@ -141,11 +141,11 @@ func MeasureFootprint(n int) (Values, error) {
 	label := func(obj any) ([]string, error) {
 		p := obj.(*corev1.Pod)
 		app := p.Labels[appLabel]
-		return []string{interned(p.Namespace + "/" + app), interned("__all_namespaces/" + app)}, nil
+		return []string{interned(app)}, nil
 	}
 	node := func(obj any) ([]string, error) {
 		p := obj.(*corev1.Pod)
-		return []string{interned(p.Namespace + "/" + p.Spec.NodeName), interned("__all_namespaces/" + p.Spec.NodeName)}, nil
+		return []string{interned(p.Spec.NodeName)}, nil
 	}
 	layers := []struct {
 		fig      string
@@ -164,8 +164,12 @@ func MeasureFootprint(n int) (Values, error) {
 		if err != nil {
 			return nil, err
 		}
+		// pkg/cache's label and field indexes are namespace-scoped: one entry per
+		// value, answered in controller-runtime's layout.
 		ix := informer.NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, layer.indexers,
-			informer.IndexerOptions{Codec: cc})
+			informer.IndexerOptions{Codec: cc, NamespaceScoped: func(name string) bool {
+				return name != toolscache.NamespaceIndex
+			}})
 		if err := ix.Replace(pods, "1"); err != nil {
 			return nil, err
 		}
