@@ -143,7 +143,10 @@ func (f *fakeAPI) listWatcher(
 			if err != nil {
 				return nil, err
 			}
-			items, _ := apimeta.ExtractList(list)
+			// Each item its own allocation, as a watch stream decodes them (items of one
+			// Items array would each get a weak reference inside that one allocation,
+			// which the runtime keeps in a list per span: quadratic in the items).
+			items, _ := apimeta.ExtractListWithAlloc(list)
 			bookmark := toShape(f.t, newObjectOf(key), key)
 			m, _ := apimeta.Accessor(bookmark)
 			m.SetResourceVersion("10")
