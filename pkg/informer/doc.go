@@ -51,6 +51,7 @@ package informer
 //	indexer_build.go          BuildIndex, RemoveIndex: an index added or dropped without holding the writer
 //	segment_table.go          the Indexer's content: per-key cells in copy-on-write segments
 //	filed_values.go           the values a record is filed under, one slice for all indexes
+//	scoped_index.go           namespace-scoped indexes: one entry per value, read in controller-runtime's layout
 //	value_copies.go           index values of objects decoded from records, copied before they are kept
 //	hash_trie.go              the persistent hash trie (CHAMP) of each index's values
 //	bucket.go                 a value's bucket: its cells in sorted chunks (a trie when big)
