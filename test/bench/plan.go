@@ -55,6 +55,8 @@ type Options struct {
 	// OperatorChurn how long it lasts.
 	OperatorRate  float64
 	OperatorChurn time.Duration
+	// LatencyTime is how long section L feeds events at each rate (its -benchtime).
+	LatencyTime time.Duration
 	// OpTime is the minimum time over which one read figure is averaged.
 	OpTime time.Duration
 	// Seed seeds the choice of keys and label values read.
@@ -81,7 +83,7 @@ func DefaultOptions() Options {
 		StoreReaders: 10, StoreDuration: 2 * time.Second,
 		ListPods: 100_000, OpTime: 500 * time.Millisecond, Seed: 1,
 		OperatorRate: 50, OperatorChurn: 90 * time.Second,
-		RestartPods: 50_000, RestartConfigMaps: 20_000,
+		RestartPods: 50_000, RestartConfigMaps: 20_000, LatencyTime: 10 * time.Second,
 	}
 }
 
@@ -94,7 +96,7 @@ func QuickOptions() Options {
 		StoreReaders: 10, StoreDuration: 500 * time.Millisecond,
 		ListPods: 10_000, OpTime: 100 * time.Millisecond, Seed: 1,
 		OperatorRate: 20, OperatorChurn: 10 * time.Second,
-		RestartPods: 5_000, RestartConfigMaps: 2_000,
+		RestartPods: 5_000, RestartConfigMaps: 2_000, LatencyTime: 2 * time.Second,
 	}
 }
 
@@ -188,6 +190,7 @@ func (o Options) Sections() []Section {
 	pipeline := []Contender{Deltacache, ClientGo}
 	return []Section{
 		operatorSection(o),
+		latencySection(o),
 		restartSection(o),
 		{
 			ID:    SectionAPIServer,

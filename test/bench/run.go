@@ -117,6 +117,9 @@ func (r *Runner) Run(ctx context.Context) (Results, RunInfo, error) {
 	if err := r.runMemoryAPI(ctx, results); err != nil {
 		return nil, info, err
 	}
+	if err := r.runLatency(ctx, results); err != nil {
+		return nil, info, err
+	}
 	info.Duration = time.Since(start)
 	return results, info, nil
 }

@@ -83,6 +83,10 @@ func Targets(o Options) []Target {
 		t.Contender = ShardedContender(3)
 		return t
 	}
+	latency := func(rate int) Target {
+		return defaults(cost(fmt.Sprintf("Event to handler p99 ≤ 1.0× controller-runtime's at %s events/s (nothing configured)",
+			rateTitle(rate)), SectionLatency, figLatP99(rate), ControllerRuntime, 1.0))
+	}
 	return []Target{
 		defaults(cost("The operator end to end: manager CPU ≤ 0.7× on controller-runtime's cache (nothing configured)",
 			SectionOperator, FigOpCPU, ControllerRuntime, 0.7)),
@@ -90,6 +94,7 @@ func Targets(o Options) []Target {
 			SectionOperator, FigOpPeakRSS, ControllerRuntime, 0.5)),
 		defaults(cost("The operator end to end: reconcile latency p99 ≤ 1.0× (nothing configured)",
 			SectionOperator, FigOpLatP99, ControllerRuntime, 1.0)),
+		latency(100), latency(1000), latency(10000),
 		restart(cost("Restart resumed within the watch window: time to synced ≤ 0.1× a cold start's",
 			SectionRestart, FigRestartSync, RestartCold, 0.1)),
 		restart(cost("Restart resumed within the watch window: bytes received ≤ 0.05× a cold start's",
