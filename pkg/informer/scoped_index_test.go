@@ -28,16 +28,17 @@ func plainLabel(key string) toolscache.IndexFunc {
 // layoutLabel is the same index as controller-runtime files it: "<ns>/<v>" and
 // "__all_namespaces/<v>" (only the latter for a cluster-scoped object).
 func layoutLabel(key string) toolscache.IndexFunc {
+	plain := plainLabel(key)
 	return func(obj any) ([]string, error) {
-		m := obj.(metav1.Object)
-		v, ok := m.GetLabels()[key]
-		if !ok {
+		values, _ := plain(obj)
+		if len(values) == 0 {
 			return nil, nil
 		}
-		if m.GetNamespace() == "" {
-			return []string{allNamespacesPrefix + v}, nil
+		ns := obj.(metav1.Object).GetNamespace()
+		if ns == "" {
+			return []string{allNamespacesPrefix + values[0]}, nil
 		}
-		return []string{m.GetNamespace() + "/" + v, allNamespacesPrefix + v}, nil
+		return []string{ns + "/" + values[0], allNamespacesPrefix + values[0]}, nil
 	}
 }
 
