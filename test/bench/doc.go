@@ -34,6 +34,11 @@ limitations under the License.
 //	operator*.go       O: the demo operator's manager on each cache under pod churn
 //	                   (operator.go: the child and its figures; _churn: the pod changes
 //	                   and the App watch that times them; _run: server, Apps, rounds)
+//	latency.go         L: pkg/cache's BenchmarkEventToHandler run once per round, its
+//	                   output read into p50 and p99 per rate
+//	kinds_workload.go  C: Secrets and App CRD objects, one kind per child
+//	footprint.go       D: where a cached pod's bytes go, layer by layer, in process
+//	restart*.go        R: a cache's restart from its snapshots (resumed, diffed, cold)
 //	measure.go         heap after GC, VmHWM, VmRSS, timing loops
 //	child.go           every measurement runs in a child process of the bench binary
 //	plan.go, run.go    sizes (default and quick), sections, the order of the run
