@@ -540,10 +540,17 @@ func (r *reflector) initialStream() initialStreamer {
 // installStreamed ends a streamed list at rv, made with the shard selector
 // sel, as install does for a collected one (a first list cannot be older than
 // what the store holds).
+//
+// The shard list is recorded before the store gets the list's end, as
+// recordList is: every part is queued already (ShardSettled's condition),
+// and once the store has the end the informer syncs at any moment; a caller
+// that saw it synced must find the shard settled (a snapshot written at that
+// moment was skipped as "shard moving", and a read of a sharded informer
+// could not trust a missing key yet).
 func (r *reflector) installStreamed(s initialStreamer, sel *ShardSelector, rv string, stats ListSummary) {
 	r.recordList(rv, stats)
-	s.endInitialStream(rv)
 	r.recordShardList(sel, rv)
+	s.endInitialStream(rv)
 	r.opts.metrics.listInstalled(stats)
 }
 

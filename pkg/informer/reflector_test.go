@@ -462,3 +462,31 @@ func TestReflectorRunExitsPromptlyWhenContextEnds(t *testing.T) {
 		})
 	}
 }
+
+// endCheckingStreamer is an initialStreamer that records, when it gets the
+// end of the list, whether its Reflector had recorded the list's shard.
+type endCheckingStreamer struct {
+	r           *reflector
+	shardAtEnd  bool
+	endedWithRV string
+}
+
+func (s *endCheckingStreamer) beginInitialStream() bool       { return true }
+func (s *endCheckingStreamer) appendInitial(part []any) error { return nil }
+func (s *endCheckingStreamer) endInitialStream(rv string) {
+	s.shardAtEnd, s.endedWithRV = s.r.listedShard.Load() != nil, rv
+}
+
+// Once the store has a streamed list's end, the informer may sync at any
+// moment; whoever then sees it synced must find the list's shard recorded
+// (ShardSettled), or a snapshot written at that moment is skipped as "shard
+// moving" (TestSnapshotUnusableFilesAreDiscardedLoggedAndTheInformerListsCold
+// failed so, once, under load).
+func TestStreamedListRecordsItsShardBeforeTheStoreGetsItsEnd(t *testing.T) {
+	r := newReflector(informertest.New(&corev1.Pod{}), &corev1.Pod{}, &recStore{}, reflectorOptions{})
+	s := &endCheckingStreamer{r: r}
+	r.installStreamed(s, nil, "42", ListSummary{Pages: 1, Objects: 0, ResourceVersion: "42"})
+	if s.endedWithRV != "42" || !s.shardAtEnd {
+		t.Fatalf("end of the list at rv %q with the shard recorded: %v; want rv 42, recorded", s.endedWithRV, s.shardAtEnd)
+	}
+}

@@ -370,8 +370,8 @@ func (r *reflector) handOff(stream initialStreamer, ws *warmSnapshot, rv string,
 	}
 	stats := ListSummary{Objects: n, ResourceVersion: rv, Duration: r.clock.Since(start)}
 	r.recordList(rv, stats)
+	r.recordShardList(r.shard.Load(), rv) // before the end, as installStreamed does
 	stream.endInitialStream(rv)
-	r.recordShardList(r.shard.Load(), rv)
 	r.opts.metrics.active()
 }
 
