@@ -333,7 +333,7 @@ func (a *adaptiveIndexes) build(ctx context.Context, req buildRequest) {
 		n := s.indexer.Len()
 		req.e.scoped.add(name)
 		err = s.indexer.BuildIndex(ctx, name, labelIndexFunc(req.idx.key, a.intern), informer.BuildIndexOptions{
-			// labelIndexFunc reads only the namespace and the labels: read from the
+			// labelIndexFunc reads only the labels: read from the
 			// stored bytes, not decoded.
 			LabelsOnly: true,
 			Observe:    uniquenessGuard(a.settings.uniqueSample, n),

@@ -74,14 +74,15 @@ var errNonExactFieldMatch = errors.New("non-exact field matches are not supporte
 func (c *Cache) IndexField(
 	ctx context.Context, obj client.Object, field string, extractValue client.IndexerFunc,
 ) error {
-	if gvk, err := apiutil.GVKForObject(obj, c.scheme); err == nil && c.isForeign(entryKey{gvk: gvk, shape: shapeOf(obj)}, obj) {
-		return c.foreign.cache.IndexField(ctx, obj, field, extractValue)
-	}
 	gvk, err := apiutil.GVKForObject(obj, c.scheme)
 	if err != nil {
 		return err
 	}
-	e, _, err := c.getEntry(ctx, entryKey{gvk: gvk, shape: shapeOf(obj)}, obj, false, false)
+	key := entryKey{gvk: gvk, shape: shapeOf(obj)}
+	if c.isForeign(key, obj) {
+		return c.foreign.cache.IndexField(ctx, obj, field, extractValue)
+	}
+	e, _, err := c.getEntry(ctx, key, obj, false, false)
 	if err != nil {
 		return err
 	}

@@ -186,10 +186,22 @@ func TestNamespaceScopedIndexAnswersAsControllerRuntimesLayout(t *testing.T) {
 	}
 	write(20)
 	compare("after RemoveIndex", "label:app", "label:tier2", toolscache.NamespaceIndex)
-	// The scoped store holds one entry per object and value, half the layout's.
+	// The scoped store holds one entry per object and value; the layout one more for
+	// each namespaced object (its "<ns>/<v>").
+	labelled, namespaced := 0, 0
+	for _, obj := range scoped.List() {
+		m := obj.(metav1.Object)
+		if _, ok := m.GetLabels()["app"]; ok {
+			labelled++
+			if m.GetNamespace() != "" {
+				namespaced++
+			}
+		}
+	}
 	_, scopedEntries, _ := scoped.IndexStats("label:app")
 	_, layoutEntries, _ := layout.IndexStats("label:app")
-	if scopedEntries == 0 || layoutEntries <= scopedEntries {
-		t.Errorf("entries: scoped %d, layout %d; want fewer scoped", scopedEntries, layoutEntries)
+	if namespaced == 0 || scopedEntries != labelled || layoutEntries != labelled+namespaced {
+		t.Errorf("entries: scoped %d, layout %d; want %d and %d (%d labelled objects, %d namespaced)",
+			scopedEntries, layoutEntries, labelled, labelled+namespaced, labelled, namespaced)
 	}
 }
