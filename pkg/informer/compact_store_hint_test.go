@@ -16,8 +16,8 @@ func TestCompactStorageHandlersGetTheListedObjectWhileItLives(t *testing.T) {
 	ix := NewIndexerWithOptions(toolscache.DeletionHandlingMetaNamespaceKeyFunc, nil, IndexerOptions{Codec: c})
 
 	listed := fullPod("ns", "a", "7")
-	queued := ix.encodeEarly(listed, false)
-	if e := queued.(*encodedObject); e.obj != nil {
+	queued := ix.itemOf(listed, admitListed)
+	if e := queued.(*queuedItem); e.obj != nil {
 		t.Fatal("a listed object is kept by its queued item, want only a weak reference")
 	}
 	before := c.decodes.Load()
@@ -31,7 +31,7 @@ func TestCompactStorageHandlersGetTheListedObjectWhileItLives(t *testing.T) {
 	runtime.KeepAlive(listed)
 
 	want := fullPod("ns", "b", "8")
-	queued = ix.encodeEarly(fullPod("ns", "b", "8"), false) // nothing else refers to it
+	queued = ix.itemOf(fullPod("ns", "b", "8"), admitListed) // nothing else refers to it
 	runtime.GC()
 	runtime.GC()
 	before = c.decodes.Load()
@@ -45,7 +45,7 @@ func TestCompactStorageHandlersGetTheListedObjectWhileItLives(t *testing.T) {
 
 	// A watch event's object is kept whole, as before.
 	watched := fullPod("ns", "c", "9")
-	if got := resolveObject(ix.handlerView(ix.encodeEarly(watched, true))); got != any(watched) {
+	if got := resolveObject(ix.handlerView(ix.itemOf(watched, admitWatched))); got != any(watched) {
 		t.Fatalf("handler got %p for a watched object, want it %p", got, watched)
 	}
 }

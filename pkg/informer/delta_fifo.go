@@ -163,20 +163,19 @@ func newDeltaFIFO(opts deltaFIFOOptions) *deltaFIFO {
 	return f
 }
 
-// KeyOf returns the key of obj, also for Deltas (newest object) and
-// tombstones.
+// KeyOf returns the key of obj: an item's (the Reflector's queuedItem), a
+// tombstone's, the newest object's of Deltas, else the key function's.
 func (f *deltaFIFO) KeyOf(obj any) (string, error) {
-	if d, ok := obj.(deltaList); ok {
-		if len(d) == 0 {
+	switch o := obj.(type) {
+	case *queuedItem:
+		return o.key, nil
+	case toolscache.DeletedFinalStateUnknown:
+		return o.Key, nil
+	case deltaList:
+		if len(o) == 0 {
 			return "", errors.New("DeltaFIFO: empty Deltas have no key")
 		}
-		obj = d.Newest().Object
-	}
-	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		return t.Key, nil
-	}
-	if key, _, ok := queuedKeyRV(obj); ok {
-		return key, nil
+		return f.KeyOf(o.Newest().Object)
 	}
 	return f.keyFunc(obj)
 }
@@ -583,7 +582,13 @@ func (f *deltaFIFO) queueObject(t deltaType, obj any) error {
 			return err
 		}
 	}
-	if rv := objectRV(obj); rv != "" {
+	var rv string
+	if e, ok := obj.(*queuedItem); ok { // the Reflector's: its RV read once
+		rv = e.rv
+	} else {
+		rv = objectRV(obj)
+	}
+	if rv != "" {
 		f.receivedRV = rv
 	}
 	f.appendLocked(key, delta{Type: t, Object: obj})

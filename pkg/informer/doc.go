@@ -35,9 +35,10 @@ package informer
 //	relist_set.go             relistSet: collects a WatchList relist
 //	reflector_shard.go        the Reflector's shard selector: request option, keep, server sharding
 //	backoff.go                the Reflector's retry delays
-//	errors.go                 ListWatchError, the Reasons, resourceVersion comparison
+//	errors.go                 ListWatchError, the Reasons
+//	resource_version.go       resourceVersion comparison (as integers when both parse)
 //	progress.go               logging of a long list's progress
-//	encode_stage.go           the encoding stage: objects encoded after the transform, before the queue
+//	encode_stage.go           the encoding stage: queuedItem, the item every later stage reads, encoded after the transform
 //	compact_store.go          the Indexer's compact side: encode, decode, lazy handler objects, GetInto
 //	storage_codec.go          StorageCodec and DecoderInto, implemented by package codec
 //	initial_stream.go         the first list, handed to the DeltaFIFO in parts as it arrives

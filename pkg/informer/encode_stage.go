@@ -10,38 +10,43 @@ import (
 
 // The encoding stage of the data path, between the Reflector's transform and
 // the DeltaFIFO: reflector.admit (shard filter, transform) hands each
-// admitted object to encodeEarly (reflectorOptions.encode), which, with
-// compact storage on, returns an *encodedObject the DeltaFIFO queues in the
-// object's place (key, resourceVersion, encoding, index values, and the
-// decoded object only for a watch event); without compact storage the object
-// goes on as it is. Downstream, stored (batch writer) and handlerView
-// (informer loop) turn the item back into what the store and the handlers
-// get.
+// admitted object to itemOf (reflectorOptions.item), which returns the
+// *queuedItem the DeltaFIFO queues in the object's place: its key,
+// resourceVersion, index values and, with compact storage on, its encoding.
+// Every later stage reads the item's fields: the DeltaFIFO its key and RV,
+// the batch writer what it stores (stored, when the index functions changed
+// since), the informer loop what handlers receive (handlerView for a lazy or
+// tombstoned object), a shard selector its namespace and uid.
 //
 // Early encoding: with compact storage on, the Reflector encodes each object
-// it receives right after the transform (encodeEarly), and the DeltaFIFO
-// queues the encoding in the object's place. A listed object is then held
-// as bytes from the moment it arrives: an initial list of N objects never
-// holds N decoded objects at once (the peak memory of a sync is the store's,
-// not the decoded list's), and the encoding and the index functions run on
-// the Reflector's goroutine instead of the pop loop's.
+// it receives right after the transform, and the DeltaFIFO queues the
+// encoding in the object's place. A listed object is then held as bytes from
+// the moment it arrives: an initial list of N objects never holds N decoded
+// objects at once (the peak memory of a sync is the store's, not the decoded
+// list's), and the encoding and the index functions run on the Reflector's
+// goroutine instead of the pop loop's. Without compact storage the item
+// carries the object itself.
 
-// encodedObject is what the DeltaFIFO queues for an object encoded early:
-// its key, resourceVersion, encoding and index values (computed from the
-// decoded object before it was let go). obj is the decoded object for a
-// watch event (handlers receive it, as without compact storage, and as
-// controller-runtime's cache hands it out: the StorageCodec's Encode leaves
-// it as it was); nil for a listed object, whose handlers receive a
-// lazyObject: the listed object itself if it is still in memory when a
-// handler is about to receive it (hint, a weak reference: the list is not
-// held for the handlers), else a decode of data. data is nil when the codec
-// could not encode the object (reported once): obj is then stored decoded.
-type encodedObject struct {
+// queuedItem is what the DeltaFIFO queues for a received object: its key,
+// resourceVersion, encoding and index values (computed from the decoded
+// object before it was let go). obj is the decoded object for a watch event
+// and for decoded storage (handlers receive it, as controller-runtime's cache
+// hands it out: the StorageCodec's Encode leaves it as it was); nil for a
+// listed object held encoded, whose handlers receive a lazyObject: the listed
+// object itself if it is still in memory when a handler is about to receive
+// it (hint, a weak reference: the list is not held for the handlers), else a
+// decode of data. data is nil without compact storage, for a deleted object,
+// and when the codec could not encode the object (reported once): obj is then
+// stored decoded. Index values are computed here with compact storage on
+// (the encoding needs the decoded object, which a listed item lets go); an
+// item without them (vals.funcs nil: decoded storage, a deleted object) gets
+// them when stored.
+type queuedItem struct {
 	key  string
 	rv   string
 	data []byte
 	vals indexValues
-	obj  runtime.Object
+	obj  any
 	hint codec.WeakObject
 	// namespace and uid are what a shard selector hashes (see
 	// ShardSelector.Hash), kept for the DeltaFIFO's filter.
@@ -54,41 +59,43 @@ type encodedObject struct {
 	valuesBuf [4][]string
 }
 
-// encodeEarly returns what the DeltaFIFO queues for obj, received by the
-// Reflector: obj itself when compact storage is off or obj has no key, else
-// an *encodedObject that keeps obj only if keep (a watch event's object,
-// handed to handlers as is).
-func (ix *Indexer) encodeEarly(obj runtime.Object, keep bool) any {
-	if ix.codec == nil {
-		return obj
-	}
+// itemOf returns what the DeltaFIFO queues for obj, received by the
+// Reflector as how says (listed, watched or deleted): a *queuedItem, or obj
+// itself when it has no key or object metadata (the DeltaFIFO then reports
+// the key error). The item keeps obj unless compact storage encoded a listed
+// object (a watch event's object is handed to handlers as is).
+func (ix *Indexer) itemOf(obj runtime.Object, how admitHow) any {
 	key, err := ix.keyFunc(obj)
 	if err != nil {
-		return obj // the DeltaFIFO reports the key error
+		return obj
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return obj
 	}
-	e := &encodedObject{key: key, rv: m.GetResourceVersion(),
-		namespace: m.GetNamespace(), uid: m.GetUID(), print: printOfLabels(m.GetLabels())}
+	e := &queuedItem{key: key, rv: m.GetResourceVersion(), obj: obj,
+		namespace: m.GetNamespace(), uid: m.GetUID()}
+	if how == admitDeleted {
+		return e
+	}
+	e.print = printOfLabels(m.GetLabels())
+	if ix.codec == nil {
+		// Decoded storage: the index functions run in the pop loop, when the
+		// object is stored, as client-go's do.
+		return e
+	}
 	e.vals = ix.table.Load().funcs.computeInto(e.valuesBuf[:], obj)
-	e.data = ix.encode(key, obj)
-	if keep || e.data == nil {
-		e.obj = obj
-	} else {
-		e.hint = codec.MakeWeakObject(obj)
+	if e.data = ix.encode(key, obj); e.data != nil && how == admitListed {
+		e.obj, e.hint = nil, codec.MakeWeakObject(obj)
 	}
 	return e
 }
 
 // stored returns the object and encoding a write of e stores, and e's index
-// values for funcs: those computed early, or computed again (from the kept
-// object, or by decoding) when AddIndexers changed the index functions since.
-func (ix *Indexer) stored(e *encodedObject, funcs *indexFuncs) (obj any, data []byte, vals indexValues) {
-	if e.vals.funcs == funcs {
-		return e.obj, e.data, e.vals
-	}
+// values for funcs when they are not the ones e's were computed with
+// (AddIndexers or BuildIndex changed them since; prepare takes e's own
+// otherwise): computed again from the kept object, or by decoding.
+func (ix *Indexer) stored(e *queuedItem, funcs *indexFuncs) (obj any, data []byte, vals indexValues) {
 	if e.obj != nil {
 		return e.obj, e.data, funcs.compute(e.obj)
 	}
@@ -102,42 +109,24 @@ func (ix *Indexer) stored(e *encodedObject, funcs *indexFuncs) (obj any, data []
 }
 
 // handlerView returns what handlers receive for an object queued in the
-// DeltaFIFO: the decoded object of a watch event, a lazyObject for a listed
-// one (with the weak reference to the listed object), and for a tombstone whose last known object is encoded, a tombstone
-// holding that object's handler view. Anything else is returned as is.
+// DeltaFIFO: an item's object (a watch event's, or any without compact
+// storage), a lazyObject for a listed one held encoded (with the weak
+// reference to the listed object), and for a tombstone whose last known
+// object is an item, a tombstone holding that item's view. Anything else is
+// returned as is. The informer loop reads an item's object itself and calls
+// this for the rest.
 func (ix *Indexer) handlerView(o any) any {
 	switch v := o.(type) {
-	case *encodedObject:
+	case *queuedItem:
 		if v.obj != nil {
 			return v.obj
 		}
 		return &lazyObject{ix: ix, key: v.key, data: v.data, hint: v.hint}
 	case toolscache.DeletedFinalStateUnknown:
-		if e, ok := v.Obj.(*encodedObject); ok {
+		if e, ok := v.Obj.(*queuedItem); ok {
 			v.Obj = ix.handlerView(e)
 		}
 		return v
 	}
 	return o
-}
-
-// queuedKeyRV returns the key and resourceVersion of an encodedObject; ok is
-// false for any other object.
-func queuedKeyRV(o any) (key, rv string, ok bool) {
-	if e, isEncoded := o.(*encodedObject); isEncoded {
-		return e.key, e.rv, true
-	}
-	return "", "", false
-}
-
-// objectRV returns the resourceVersion of obj (a runtime object or an
-// encodedObject); "" when it has none.
-func objectRV(obj any) string {
-	if _, rv, ok := queuedKeyRV(obj); ok {
-		return rv
-	}
-	if m, err := meta.Accessor(obj); err == nil {
-		return m.GetResourceVersion()
-	}
-	return ""
 }

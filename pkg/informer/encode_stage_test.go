@@ -66,7 +66,7 @@ func TestEarlyEncodingQueuesListedObjectsAsBytesAndWatchedOnesWithTheirObject(t 
 			}
 			store := &rawStore{}
 			r := newReflector(f, &corev1.Pod{}, store, reflectorOptions{
-				Backoff: fastBackoff, Transform: stripAnnotations, encode: ix.encodeEarly,
+				Backoff: fastBackoff, Transform: stripAnnotations, item: ix.itemOf,
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
@@ -82,9 +82,9 @@ func TestEarlyEncodingQueuesListedObjectsAsBytesAndWatchedOnesWithTheirObject(t 
 				t.Fatalf("replaced %d objects, want %d", len(replaced[0]), len(listed))
 			}
 			for _, o := range replaced[0] {
-				e, ok := o.(*encodedObject)
+				e, ok := o.(*queuedItem)
 				if !ok {
-					t.Fatalf("listed object queued as %T, want *encodedObject", o)
+					t.Fatalf("listed object queued as %T, want *queuedItem", o)
 				}
 				if e.obj != nil {
 					t.Fatalf("listed %s keeps its decoded object", e.key)
@@ -112,9 +112,9 @@ func TestEarlyEncodingQueuesListedObjectsAsBytesAndWatchedOnesWithTheirObject(t 
 				return len(added) == 1
 			})
 			_, added := store.snapshot()
-			e, ok := added[0].(*encodedObject)
+			e, ok := added[0].(*queuedItem)
 			if !ok || e.obj == nil {
-				t.Fatalf("watched object queued as %#v, want an *encodedObject keeping its object", added[0])
+				t.Fatalf("watched object queued as %#v, want an *queuedItem keeping its object", added[0])
 			}
 			if e.obj.(*corev1.Pod).Annotations != nil || e.obj.(*corev1.Pod).Labels["v"] != "2" {
 				t.Fatalf("watched object kept is not the transformed update: %+v", e.obj)
@@ -187,14 +187,14 @@ func TestEarlyEncodedObjectsAreStoredIndexedAndDeliveredDecoded(t *testing.T) {
 
 func TestEarlyEncodedObjectIsRefiledWhenIndexersChangeBeforeItIsApplied(t *testing.T) {
 	ix := NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, nil, IndexerOptions{Codec: podCodec(t)})
-	early := ix.encodeEarly(fullPod("ns", "a", "3"), false)
-	kept := ix.encodeEarly(fullPod("ns", "b", "4"), true)
+	early := ix.itemOf(fullPod("ns", "a", "3"), admitListed)
+	kept := ix.itemOf(fullPod("ns", "b", "4"), admitWatched)
 	must(t, ix.AddIndexers(toolscache.Indexers{"app": func(obj any) ([]string, error) {
 		return []string{obj.(metav1.Object).GetLabels()["app"]}, nil
 	}}))
 	w := ix.beginBatch(2)
 	for _, o := range []any{early, kept} {
-		e := o.(*encodedObject)
+		e := o.(*queuedItem)
 		if _, _, err := w.swap(e.key, o); err != nil {
 			t.Fatal(err)
 		}
@@ -217,8 +217,8 @@ func TestEarlyEncodingOfAnObjectTheCodecRefusesKeepsItDecodedAndReportsOnce(t *t
 	ix := NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, nil, IndexerOptions{Codec: codec,
 		OnCodecError: func(key string, err error) { reported = append(reported, key) }})
 	bad := fullPod("ns", "bad", "5")
-	o := ix.encodeEarly(bad, false)
-	e := o.(*encodedObject)
+	o := ix.itemOf(bad, admitListed)
+	e := o.(*queuedItem)
 	if e.data != nil || e.obj != bad {
 		t.Fatalf("refused object queued with data %v, obj %p; want no data and the object %p", e.data, e.obj, bad)
 	}
@@ -241,7 +241,7 @@ func TestEarlyEncodingOfAnObjectTheCodecRefusesKeepsItDecodedAndReportsOnce(t *t
 func TestHandlerViewOfQueuedTombstoneHoldsTheDecodedObject(t *testing.T) {
 	ix := NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, nil, IndexerOptions{Codec: podCodec(t)})
 	p := fullPod("ns", "a", "3")
-	e := ix.encodeEarly(p, false)
+	e := ix.itemOf(p, admitListed)
 	view := ix.handlerView(toolscache.DeletedFinalStateUnknown{Key: "ns/a", Obj: e})
 	got := resolveObject(view).(toolscache.DeletedFinalStateUnknown)
 	if got.Key != "ns/a" || !apiequality.Semantic.DeepEqual(got.Obj, runtime.Object(p)) {
@@ -257,8 +257,8 @@ func TestShardFilterEvictsQueuedEarlyEncodedObjectsByTheirUID(t *testing.T) {
 	if hIn == ShardHash(string(out.UID)) {
 		t.Fatal("test pods hash alike")
 	}
-	must(t, fifo.Add(ix.encodeEarly(in, false)))
-	must(t, fifo.Add(ix.encodeEarly(out, true)))
+	must(t, fifo.Add(ix.itemOf(in, admitListed)))
+	must(t, fifo.Add(ix.itemOf(out, admitWatched)))
 	sel := &ShardSelector{Field: ShardByUID, Ranges: []HashRange{{First: hIn, Last: hIn}}}
 	evicted := fifo.SetFilter(sel)
 	if len(evicted) != 1 || evicted[0] != "ns/out" {
@@ -266,7 +266,7 @@ func TestShardFilterEvictsQueuedEarlyEncodedObjectsByTheirUID(t *testing.T) {
 	}
 	// A later object outside the shard is not queued at all.
 	late := fullPod("ns", "late", "5")
-	must(t, fifo.Add(ix.encodeEarly(late, false)))
+	must(t, fifo.Add(ix.itemOf(late, admitListed)))
 	if n := fifo.Len(); n != 2 {
 		t.Fatalf("%d keys queued, want 2 (ns/in and the eviction of ns/out)", n)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -128,18 +127,4 @@ func rewatchable(err error) bool {
 // for as long as the ListerWatcher keeps returning it.
 func isContextError(ctx context.Context, _ error) bool {
 	return ctx.Err() != nil
-}
-
-// parseRV parses a resourceVersion as an unsigned integer (etcd's revision).
-func parseRV(rv string) (uint64, bool) {
-	n, err := strconv.ParseUint(rv, 10, 64)
-	return n, err == nil
-}
-
-// rvOlder reports whether a is older than b. Only integer RVs are compared;
-// an RV that does not parse is never older (RVs are opaque by contract).
-func rvOlder(a, b string) bool {
-	x, ok1 := parseRV(a)
-	y, ok2 := parseRV(b)
-	return ok1 && ok2 && x < y
 }

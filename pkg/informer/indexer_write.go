@@ -213,7 +213,7 @@ func (b *writeBatch) put(key string, obj any) error {
 
 // swap is put that also returns the record it replaced (nil when key was
 // absent) and the one it stored, so the pop loop looks each key up once.
-// obj may be an *encodedObject (early encoding).
+// obj may be a *queuedItem (the Reflector's).
 func (b *writeBatch) swap(key string, obj any) (old, rec *record, err error) {
 	return b.write(key, obj, b.ix.prepare(key, obj, b.t.funcs))
 }
@@ -228,11 +228,14 @@ type prepared struct {
 }
 
 // prepare returns what a write of obj under key stores, with index values
-// for funcs: for an *encodedObject, what early encoding computed (see
-// Indexer.stored); else obj, its encoding (compact storage) and its index
-// values, computed now. It takes no lock.
+// for funcs: for a *queuedItem, what the encoding stage computed (see
+// Indexer.stored when funcs changed since); else obj, its encoding (compact
+// storage) and its index values, computed now. It takes no lock.
 func (ix *Indexer) prepare(key string, obj any, funcs *indexFuncs) prepared {
-	if e, ok := obj.(*encodedObject); ok {
+	if e, ok := obj.(*queuedItem); ok {
+		if e.vals.funcs == funcs {
+			return prepared{obj: e.obj, data: e.data, vals: e.vals, print: e.print}
+		}
 		o, data, vals := ix.stored(e, funcs)
 		return prepared{obj: o, data: data, vals: vals, print: e.print}
 	}
@@ -435,10 +438,13 @@ func refileIndex(ed *edit, idx trie[indexValue, bucket], e *cell, oldVals, newVa
 // (see observe); commit publishes it. Tombstones and objects without one
 // leave it as it is.
 func (b *writeBatch) observeRV(obj any) {
-	if _, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		return
+	switch o := obj.(type) {
+	case *queuedItem:
+		b.observe(o.rv)
+	case toolscache.DeletedFinalStateUnknown:
+	default:
+		b.observe(objectRV(obj))
 	}
-	b.observe(objectRV(obj))
 }
 
 // observe records rv as the batch's RV unless it is "", the same, or older

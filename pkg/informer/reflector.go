@@ -107,11 +107,11 @@ type reflectorOptions struct {
 
 	// metrics are the informer's series; nil outside an informer.
 	metrics *informerMetrics
-	// encode, set by an informer with compact storage, turns each
-	// transformed object into what the store is given in its place (see
-	// Indexer.encodeEarly); keep is true for watch events, whose decoded
-	// object handlers receive. nil: the store is given the object.
-	encode func(obj runtime.Object, keep bool) any
+	// item, set by an informer, turns each transformed object into the
+	// item the store is given in its place (see Indexer.itemOf: key,
+	// resourceVersion, index values, the encoding with compact storage).
+	// nil: the store is given the object.
+	item func(obj runtime.Object, how admitHow) any
 	// snapshot, set by an informer with snapshots on, is the snapshot the
 	// first list may be made from (see reflector.warmStart).
 	snapshot *snapshotSource
@@ -391,12 +391,13 @@ type admitHow int
 
 const (
 	// admitListed: a listed or streamed object, encoded early without its
-	// decoded object (a list never holds N decoded objects).
+	// decoded object with compact storage on (a list never holds N decoded
+	// objects).
 	admitListed admitHow = iota
 	// admitWatched: an added or modified object, encoded early and kept
 	// decoded for the handlers.
 	admitWatched
-	// admitDeleted: a deleted object, handed on as transformed (the store
+	// admitDeleted: a deleted object, neither encoded nor indexed (the store
 	// only removes its key).
 	admitDeleted
 )
@@ -412,9 +413,8 @@ const (
 
 // admit is the one path by which a received object (listed, streamed or
 // watched) enters the store: the shard filter sel (ShardSelector.admits),
-// then the transform, then, unless how is admitDeleted, the encoding stage
-// (reflectorOptions.encode). It returns what the store is given, or the
-// reason the object was dropped.
+// then the transform, then the encoding stage (reflectorOptions.item). It
+// returns what the store is given, or the reason the object was dropped.
 func (r *reflector) admit(ctx context.Context, sel *ShardSelector, obj runtime.Object, how admitHow) (any, admitVerdict) {
 	if sel != nil && !r.keep(sel, obj) { // unsharded: no call
 		return nil, outsideShard
@@ -423,10 +423,10 @@ func (r *reflector) admit(ctx context.Context, sel *ShardSelector, obj runtime.O
 	if !ok {
 		return nil, dropped
 	}
-	if r.opts.encode == nil || how == admitDeleted {
+	if r.opts.item == nil {
 		return obj, admitted
 	}
-	return r.opts.encode(obj, how == admitWatched), admitted
+	return r.opts.item(obj, how), admitted
 }
 
 // transformed applies the transform; ok is false if the object must be dropped.

@@ -88,7 +88,7 @@ func (s *ShardSelector) String() string {
 // object metadata (or Field is not a known ShardField).
 func (s *ShardSelector) hash(obj any) (uint64, bool) {
 	var namespace, uid string
-	if e, ok := obj.(*encodedObject); ok {
+	if e, ok := obj.(*queuedItem); ok {
 		// Queued for compact storage: the metadata it was encoded from.
 		namespace, uid = e.namespace, string(e.uid)
 	} else {

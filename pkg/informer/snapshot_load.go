@@ -96,8 +96,8 @@ func (ix *Indexer) restoreCodecState(state []byte) error {
 // restoreAll runs restoreEncoded on every record, on GOMAXPROCS goroutines
 // (each record is decoded once: most of a warm start's CPU), and returns the
 // results in the records' order, or the first error met. It clears recs.
-func (ix *Indexer) restoreAll(recs []snapshotRecord) ([]*encodedObject, error) {
-	out := make([]*encodedObject, len(recs))
+func (ix *Indexer) restoreAll(recs []snapshotRecord) ([]*queuedItem, error) {
+	out := make([]*queuedItem, len(recs))
 	var copies valueCopies
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(recs)/restoreChunk))
 	var next atomic.Int64
@@ -139,7 +139,7 @@ const restoreChunk = 256
 // trusted from the file). The decoded object is let go: the index values are
 // copies (copies), and so are the resourceVersion, namespace and uid, which
 // the Reflector and the DeltaFIFO keep for a while.
-func (ix *Indexer) restoreEncoded(key string, data []byte, copies *valueCopies) (*encodedObject, error) {
+func (ix *Indexer) restoreEncoded(key string, data []byte, copies *valueCopies) (*queuedItem, error) {
 	obj, err := ix.codec.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("record %s: %w", key, err)
@@ -153,7 +153,7 @@ func (ix *Indexer) restoreEncoded(key string, data []byte, copies *valueCopies) 
 	}
 	vals := ix.table.Load().funcs.compute(obj)
 	copies.detach(vals)
-	return &encodedObject{key: key, rv: strings.Clone(m.GetResourceVersion()), data: data, vals: vals,
+	return &queuedItem{key: key, rv: strings.Clone(m.GetResourceVersion()), data: data, vals: vals,
 		namespace: copies.of(m.GetNamespace()), uid: types.UID(strings.Clone(string(m.GetUID()))),
 		print: printOfLabels(m.GetLabels())}, nil
 }

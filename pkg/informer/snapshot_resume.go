@@ -377,7 +377,7 @@ func (r *reflector) handOff(stream initialStreamer, ws *warmSnapshot, rv string,
 
 // objectUID returns the uid of a staged object ("" when it has none).
 func objectUID(obj any) types.UID {
-	if e, ok := obj.(*encodedObject); ok {
+	if e, ok := obj.(*queuedItem); ok {
 		return e.uid
 	}
 	if m, err := meta.Accessor(obj); err == nil {
