@@ -2,7 +2,6 @@ package informer
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"sync"
 	"time"
@@ -13,31 +12,9 @@ import (
 )
 
 // Compact storage: the Indexer's side of IndexerOptions.Codec. Writes encode
-// (encode), reads decode (read); objects the codec cannot encode stay decoded
-// and are deep-copied on read, so every read returns an object of its own.
-
-// encode returns obj's encoding, or nil when compact storage is off or obj
-// cannot be encoded (reported to OnCodecError; obj is then kept decoded).
-func (ix *Indexer) encode(key string, obj any) []byte {
-	if ix.codec == nil {
-		return nil
-	}
-	if _, ok := obj.(runtime.Object); !ok {
-		// Tombstones and foreign values written through the Store
-		// interface are kept as given.
-		return nil
-	}
-	data, err := ix.codec.Encode(obj)
-	if err != nil {
-		ix.codecError(key, fmt.Errorf("encode: %w", err))
-		return nil
-	}
-	if data == nil {
-		// An empty encoding (a zero object) is still an encoding.
-		data = []byte{}
-	}
-	return data
-}
+// (Indexer.encode, in encode_stage.go), reads decode (read); objects the
+// codec cannot encode stay decoded and are deep-copied on read, so every read
+// returns an object of its own.
 
 // decode decodes data stored under key.
 func (ix *Indexer) decode(key string, data []byte) (any, error) {

@@ -51,7 +51,7 @@ package informer
 //	label_print.go            the label print of each cell: a Bloom filter Select checks first
 //	indexer_build.go          BuildIndex, RemoveIndex: an index added or dropped without holding the writer
 //	segment_table.go          the Indexer's content: per-key cells in copy-on-write segments
-//	filed_values.go           the values a record is filed under, one slice for all indexes
+//	filed_values.go           index values: computed for an object, and filed per record in one slice
 //	scoped_index.go           namespace-scoped indexes: one entry per value, read in controller-runtime's layout
 //	value_copies.go           index values of objects decoded from records, copied before they are kept
 //	hash_trie.go              the persistent hash trie (CHAMP) of each index's values

@@ -1,6 +1,8 @@
 package informer
 
 import (
+	"fmt"
+
 	"github.com/deltacache/deltacache/pkg/informer/codec"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -89,6 +91,29 @@ func (ix *Indexer) itemOf(obj runtime.Object, how admitHow) any {
 		e.obj, e.hint = nil, codec.MakeWeakObject(obj)
 	}
 	return e
+}
+
+// encode returns obj's encoding, or nil when compact storage is off or obj
+// cannot be encoded (reported to OnCodecError; obj is then kept decoded).
+func (ix *Indexer) encode(key string, obj any) []byte {
+	if ix.codec == nil {
+		return nil
+	}
+	if _, ok := obj.(runtime.Object); !ok {
+		// Tombstones and foreign values written through the Store
+		// interface are kept as given.
+		return nil
+	}
+	data, err := ix.codec.Encode(obj)
+	if err != nil {
+		ix.codecError(key, fmt.Errorf("encode: %w", err))
+		return nil
+	}
+	if data == nil {
+		// An empty encoding (a zero object) is still an encoding.
+		data = []byte{}
+	}
+	return data
 }
 
 // stored returns the object and encoding a write of e stores, and e's index

@@ -2,6 +2,9 @@ package informer
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -143,4 +146,79 @@ func shapeOf(b []byte) string {
 	s = string(b)
 	shapes[s] = s
 	return s
+}
+
+// filed returns the values r is filed under in index i of n.
+func (r *record) filed(i, n int) []string {
+	if r == nil {
+		return nil
+	}
+	return r.vals.of(i, n)
+}
+
+// filedUnder reports whether r is filed under value in index i of n.
+func (r *record) filedUnder(i, n int, value string) bool {
+	return slices.Contains(r.filed(i, n), value)
+}
+
+// indexValues are the values of one object for every index of a funcs set,
+// aligned with indexFuncs.names. errs[i] is set if that index function failed.
+type indexValues struct {
+	funcs  *indexFuncs
+	values [][]string
+	errs   []error
+}
+
+// compute runs every index function of f on obj. It takes no lock.
+func (f *indexFuncs) compute(obj any) indexValues { return f.computeInto(nil, obj) }
+
+// computeInto is compute keeping the values in buf when it has room for one
+// slice per index (the encoding stage's item carries such a buffer: one
+// allocation less per object).
+func (f *indexFuncs) computeInto(buf [][]string, obj any) indexValues {
+	values := buf[:0]
+	if cap(values) < len(f.names) {
+		values = make([][]string, len(f.names))
+	} else {
+		values = values[:len(f.names)]
+		clear(values)
+	}
+	v := indexValues{funcs: f, values: values}
+	for i, fn := range f.fns {
+		vals, err := fn(obj)
+		if err != nil {
+			if v.errs == nil {
+				v.errs = make([]error, len(f.names))
+			}
+			v.errs[i] = err
+			continue
+		}
+		if len(vals) > 0 {
+			v.values[i] = vals
+		}
+	}
+	return v
+}
+
+// filed returns the values to file the object under in index i: none if the
+// index function failed.
+func (v indexValues) filed(i int) []string {
+	if (v.errs != nil && v.errs[i] != nil) || len(v.values[i]) == 0 {
+		return nil
+	}
+	return v.values[i]
+}
+
+// err joins the index function errors of key's values, naming each index.
+func (v indexValues) err(key string) error {
+	if v.errs == nil {
+		return nil
+	}
+	var errs []error
+	for i, err := range v.errs {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("index %q of key %q: %w", v.funcs.names[i], key, err))
+		}
+	}
+	return errors.Join(errs...)
 }

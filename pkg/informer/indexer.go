@@ -53,14 +53,6 @@ type indexFuncs struct {
 	scoped []bool
 }
 
-// indexValues are the values of one object for every index of a funcs set,
-// aligned with indexFuncs.names. errs[i] is set if that index function failed.
-type indexValues struct {
-	funcs  *indexFuncs
-	values [][]string
-	errs   []error
-}
-
 // NewIndexer returns an empty Indexer that computes keys with keyFunc (for
 // example toolscache.DeletionHandlingMetaNamespaceKeyFunc) and maintains the
 // given indexes. indexers may be nil. Objects are stored as the pointers
@@ -139,60 +131,6 @@ func (f *indexFuncs) scopedOr(next func(name string) bool) func(name string) boo
 		}
 		return next != nil && next(name)
 	}
-}
-
-// compute runs every index function of f on obj. It takes no lock.
-func (f *indexFuncs) compute(obj any) indexValues { return f.computeInto(nil, obj) }
-
-// computeInto is compute keeping the values in buf when it has room for one
-// slice per index (the encoding stage's item carries such a buffer: one
-// allocation less per object).
-func (f *indexFuncs) computeInto(buf [][]string, obj any) indexValues {
-	values := buf[:0]
-	if cap(values) < len(f.names) {
-		values = make([][]string, len(f.names))
-	} else {
-		values = values[:len(f.names)]
-		clear(values)
-	}
-	v := indexValues{funcs: f, values: values}
-	for i, fn := range f.fns {
-		vals, err := fn(obj)
-		if err != nil {
-			if v.errs == nil {
-				v.errs = make([]error, len(f.names))
-			}
-			v.errs[i] = err
-			continue
-		}
-		if len(vals) > 0 {
-			v.values[i] = vals
-		}
-	}
-	return v
-}
-
-// filed returns the values to file the object under in index i: none if the
-// index function failed.
-func (v indexValues) filed(i int) []string {
-	if (v.errs != nil && v.errs[i] != nil) || len(v.values[i]) == 0 {
-		return nil
-	}
-	return v.values[i]
-}
-
-// err joins the index function errors of key's values, naming each index.
-func (v indexValues) err(key string) error {
-	if v.errs == nil {
-		return nil
-	}
-	var errs []error
-	for i, err := range v.errs {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("index %q of key %q: %w", v.funcs.names[i], key, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // List returns every stored object in no particular order.

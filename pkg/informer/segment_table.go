@@ -149,19 +149,6 @@ func (t *segmentTable) account(old, rec *record) {
 	}
 }
 
-// filed returns the values r is filed under in index i of n.
-func (r *record) filed(i, n int) []string {
-	if r == nil {
-		return nil
-	}
-	return r.vals.of(i, n)
-}
-
-// filedUnder reports whether r is filed under value in index i of n.
-func (r *record) filedUnder(i, n int, value string) bool {
-	return slices.Contains(r.filed(i, n), value)
-}
-
 const (
 	// segmentTarget is the mean segment size above which the table doubles.
 	segmentTarget  = 8
