@@ -4,8 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
+
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // filedValues is what a record is filed under in each index (aligned with
@@ -148,17 +152,103 @@ func shapeOf(b []byte) string {
 	return s
 }
 
-// filed returns the values r is filed under in index i of n.
-func (r *record) filed(i, n int) []string {
+// Keyed indexes. An index whose function is toolscache.MetaNamespaceIndexFunc,
+// in an Indexer whose keys are "<namespace>/<name>" (MetaNamespaceKeyFunc or
+// DeletionHandlingMetaNamespaceKeyFunc), files each object under the
+// namespace its key starts with: the Indexer neither runs the function nor
+// keeps the value in the record (16 B per object less: every informer of
+// pkg/cache has such a namespace index), and derives it from the key where a
+// record's values are read. A key's namespace never changes, so an update
+// never refiles the object in a keyed index.
+
+// namespaceIndexFunc and the key functions are compared by code pointer.
+var (
+	namespaceIndexFunc = reflect.ValueOf(toolscache.MetaNamespaceIndexFunc).Pointer()
+	namespaceKeyFuncs  = [...]uintptr{
+		reflect.ValueOf(toolscache.MetaNamespaceKeyFunc).Pointer(),
+		reflect.ValueOf(toolscache.DeletionHandlingMetaNamespaceKeyFunc).Pointer(),
+	}
+)
+
+// keysHoldNamespace reports whether keyFunc makes keys "<namespace>/<name>"
+// (and "<name>" for cluster-scoped objects).
+func keysHoldNamespace(keyFunc toolscache.KeyFunc) bool {
+	if keyFunc == nil {
+		return false
+	}
+	p := reflect.ValueOf(keyFunc).Pointer()
+	return p == namespaceKeyFuncs[0] || p == namespaceKeyFuncs[1]
+}
+
+// isNamespaceIndexFunc reports whether fn is toolscache.MetaNamespaceIndexFunc.
+func isNamespaceIndexFunc(fn toolscache.IndexFunc) bool {
+	return fn != nil && reflect.ValueOf(fn).Pointer() == namespaceIndexFunc
+}
+
+// keyNamespace returns the namespace of a "<namespace>/<name>" key: what
+// precedes its "/", or "" for a cluster-scoped object's "<name>".
+func keyNamespace(key string) string {
+	if ns, _, found := strings.Cut(key, "/"); found {
+		return ns
+	}
+	return ""
+}
+
+// filed returns the values the record r of key is filed under in index i
+// of f (nil: r is nil). For a keyed index it allocates the one value's slice.
+func (f *indexFuncs) filed(key string, r *record, i int) []string {
 	if r == nil {
 		return nil
 	}
-	return r.vals.of(i, n)
+	if f.keyed[i] {
+		return []string{keyNamespace(key)}
+	}
+	return r.vals.of(f.pos[i], f.stored)
 }
 
-// filedUnder reports whether r is filed under value in index i of n.
-func (r *record) filedUnder(i, n int, value string) bool {
-	return slices.Contains(r.filed(i, n), value)
+// filedUnder reports whether the record r of key is filed under value in
+// index i of f.
+func (f *indexFuncs) filedUnder(key string, r *record, i int, value string) bool {
+	if r == nil {
+		return false
+	}
+	if f.keyed[i] {
+		return keyNamespace(key) == value
+	}
+	return slices.Contains(r.vals.of(f.pos[i], f.stored), value)
+}
+
+// storedFiled returns the values r keeps for index i of f, which is not
+// keyed (nil: r is nil).
+func (f *indexFuncs) storedFiled(r *record, i int) []string {
+	if r == nil {
+		return nil
+	}
+	return r.vals.of(f.pos[i], f.stored)
+}
+
+// refileCell moves the cell e, in every index of byName (aligned with f),
+// from the values of its record old to those of rec (either nil: e is
+// added or removed).
+func (f *indexFuncs) refileCell(ed *edit, byName []trie[indexValue, bucket], e *cell, old, rec *record) {
+	for i := range byName {
+		if !f.keyed[i] {
+			byName[i] = refileIndex(ed, byName[i], e, f.storedFiled(old, i), f.storedFiled(rec, i))
+			continue
+		}
+		if (old == nil) == (rec == nil) {
+			continue // updated (or neither): the key's namespace is the same
+		}
+		// The bucket of a namespace new to the index keeps this key's
+		// prefix as its value: a string of the key, alive as long as the
+		// bucket (one per namespace).
+		ns := [1]string{keyNamespace(e.key)}
+		if old == nil {
+			byName[i] = refileIndex(ed, byName[i], e, nil, ns[:])
+		} else {
+			byName[i] = refileIndex(ed, byName[i], e, ns[:], nil)
+		}
+	}
 }
 
 // indexValues are the values of one object for every index of a funcs set,
@@ -185,6 +275,9 @@ func (f *indexFuncs) computeInto(buf [][]string, obj any) indexValues {
 	}
 	v := indexValues{funcs: f, values: values}
 	for i, fn := range f.fns {
+		if f.keyed[i] {
+			continue // derived from the key (see keyNamespace)
+		}
 		vals, err := fn(obj)
 		if err != nil {
 			if v.errs == nil {
@@ -208,6 +301,10 @@ func (v indexValues) filed(i int) []string {
 	}
 	return v.values[i]
 }
+
+// storedFiled is filed of the j-th index a record keeps values of
+// (indexFuncs.storedIndex: keyed indexes left out).
+func (v indexValues) storedFiled(j int) []string { return v.filed(v.funcs.storedIndex[j]) }
 
 // err joins the index function errors of key's values, naming each index.
 func (v indexValues) err(key string) error {

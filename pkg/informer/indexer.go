@@ -51,6 +51,16 @@ type indexFuncs struct {
 	fns   []toolscache.IndexFunc
 	// scoped[i]: names[i] is namespace-scoped (scoped_index.go).
 	scoped []bool
+	// nsKeys: the Indexer's keys are "<namespace>/<name>"; keyed[i]: index i
+	// files each object under its key's namespace, not kept in records
+	// (filed_values.go); pos[i] is the position of index i among those a
+	// record keeps values of (-1: keyed), stored their number, storedIndex
+	// the index at each such position.
+	nsKeys      bool
+	keyed       []bool
+	pos         []int
+	stored      int
+	storedIndex []int
 }
 
 // NewIndexer returns an empty Indexer that computes keys with keyFunc (for
@@ -83,7 +93,7 @@ type IndexerOptions struct {
 // NewIndexerWithOptions is NewIndexer with options (compact storage).
 func NewIndexerWithOptions(keyFunc toolscache.KeyFunc, indexers toolscache.Indexers, opts IndexerOptions) *Indexer {
 	ix := &Indexer{keyFunc: keyFunc, codec: opts.Codec, onCodecError: opts.OnCodecError, scoped: opts.NamespaceScoped}
-	ix.table.Store(newSegmentTable(newIndexFuncs(indexers, ix.scoped), 0, ""))
+	ix.table.Store(newSegmentTable(newIndexFuncs(indexers, ix.scoped, keysHoldNamespace(keyFunc)), 0, ""))
 	return ix
 }
 
@@ -108,16 +118,29 @@ func (ix *Indexer) StoredStats() StoredStats {
 }
 
 // newIndexFuncs returns indexers as an indexFuncs, the names scoped reports
-// (nil: none) namespace-scoped.
-func newIndexFuncs(indexers toolscache.Indexers, scoped func(name string) bool) *indexFuncs {
-	f := &indexFuncs{names: make([]string, 0, len(indexers))}
+// (nil: none) namespace-scoped; with nsKeys (the Indexer's keys are
+// "<namespace>/<name>"), an index of toolscache.MetaNamespaceIndexFunc is
+// keyed (filed_values.go).
+func newIndexFuncs(indexers toolscache.Indexers, scoped func(name string) bool, nsKeys bool) *indexFuncs {
+	f := &indexFuncs{names: make([]string, 0, len(indexers)), nsKeys: nsKeys}
 	for name := range indexers {
 		f.names = append(f.names, name)
 	}
 	slices.Sort(f.names)
-	for _, name := range f.names {
-		f.fns = append(f.fns, indexers[name])
-		f.scoped = append(f.scoped, scoped != nil && scoped(name))
+	for i, name := range f.names {
+		fn := indexers[name]
+		sc := scoped != nil && scoped(name)
+		keyed := nsKeys && !sc && isNamespaceIndexFunc(fn)
+		f.fns = append(f.fns, fn)
+		f.scoped = append(f.scoped, sc)
+		f.keyed = append(f.keyed, keyed)
+		if keyed {
+			f.pos = append(f.pos, -1)
+			continue
+		}
+		f.pos = append(f.pos, f.stored)
+		f.storedIndex = append(f.storedIndex, i)
+		f.stored++
 	}
 	return f
 }
@@ -227,10 +250,7 @@ func (t *segmentTable) indexAll() {
 	ed := &edit{}
 	for j := range t.segments {
 		for _, se := range t.segments[j].Load().slots {
-			r := se.e.rec.Load()
-			for i := range set.byName {
-				set.byName[i] = refileIndex(ed, set.byName[i], se.e, nil, r.filed(i, len(set.byName)))
-			}
+			t.funcs.refileCell(ed, set.byName, se.e, nil, se.e.rec.Load())
 		}
 	}
 	ed.trim()
@@ -271,7 +291,7 @@ func (ix *Indexer) Index(indexName string, obj any) ([]any, error) {
 			if _, dup := seen[e]; dup {
 				return true
 			}
-			if r := e.rec.Load(); r.filedUnder(i, len(t.funcs.names), v) {
+			if r := e.rec.Load(); t.funcs.filedUnder(e.key, r, i, v) {
 				seen[e] = struct{}{}
 				if obj, err := ix.read(e.key, r); err == nil {
 					out = append(out, obj)
@@ -298,7 +318,7 @@ func (ix *Indexer) bucketObjects(t *segmentTable, idx trie[indexValue, bucket], 
 	b, _ := idx.get(indexValue(l.value))
 	out := make([]any, 0, b.Len())
 	b.each(func(e *cell) bool {
-		if r := e.rec.Load(); l.holds(i, len(t.funcs.names), e.key, r) {
+		if r := e.rec.Load(); l.holds(t.funcs, i, e.key, r) {
 			if obj, err := ix.read(e.key, r); err == nil {
 				out = append(out, obj)
 			}
@@ -339,7 +359,7 @@ func (ix *Indexer) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	b, _ := idx.get(indexValue(l.value))
 	out := make([]string, 0, b.Len())
 	b.each(func(e *cell) bool {
-		if l.holds(i, len(t.funcs.names), e.key, e.rec.Load()) {
+		if l.holds(t.funcs, i, e.key, e.rec.Load()) {
 			out = append(out, e.key)
 		}
 		return true
@@ -429,8 +449,8 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 	}
 	all := indexersOf(cur.funcs)
 	maps.Copy(all, newIndexers)
-	funcs := newIndexFuncs(all, cur.funcs.scopedOr(ix.scoped))
-	added := newIndexFuncs(newIndexers, ix.scoped)
+	funcs := newIndexFuncs(all, cur.funcs.scopedOr(ix.scoped), cur.funcs.nsKeys)
+	added := newIndexFuncs(newIndexers, ix.scoped, cur.funcs.nsKeys)
 	// Existing objects keep their computed values; only the new functions run.
 	next := newSegmentTable(funcs, int(cur.size.Load()), *cur.rv.Load())
 	var errs []error
@@ -461,11 +481,14 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 		}
 		vals := indexValues{funcs: funcs, values: make([][]string, len(funcs.names))}
 		for i, name := range funcs.names {
+			if funcs.keyed[i] {
+				continue // not kept in records
+			}
 			if j, ok := slices.BinarySearch(added.names, name); ok {
 				vals.values[i] = newVals.filed(j)
 			} else {
 				k, _ := slices.BinarySearch(cur.funcs.names, name)
-				vals.values[i] = r.filed(k, len(cur.funcs.names))
+				vals.values[i] = cur.funcs.filed(key, r, k)
 			}
 		}
 		rec, _ := newRecord(r.obj, r.data, nil, vals, nil)

@@ -141,17 +141,18 @@ func addChange(from *indexFuncs, name string, fn toolscache.IndexFunc,
 	}
 	all := indexersOf(from)
 	all[name] = fn
-	to := newIndexFuncs(all, from.scopedOr(scoped))
+	to := newIndexFuncs(all, from.scopedOr(scoped), from.nsKeys)
 	pos, _ := slices.BinarySearch(to.names, name)
 	var copies valueCopies
 	return &tableChange{from: from, to: to, vals: func(key string, r *record) (indexValues, []string, error) {
 		v := indexValues{funcs: to, values: make([][]string, len(to.names))}
 		for i := range to.names {
 			switch {
+			case to.keyed[i]: // not kept in records
 			case i < pos:
-				v.values[i] = r.filed(i, len(from.names))
+				v.values[i] = from.filed(key, r, i)
 			case i > pos:
-				v.values[i] = r.filed(i-1, len(from.names))
+				v.values[i] = from.filed(key, r, i-1)
 			}
 		}
 		obj := r.obj
@@ -183,14 +184,17 @@ func removeChange(from *indexFuncs, name string) (*tableChange, error) {
 	}
 	all := indexersOf(from)
 	delete(all, name)
-	to := newIndexFuncs(all, from.scopedOr(nil))
-	return &tableChange{from: from, to: to, vals: func(_ string, r *record) (indexValues, []string, error) {
+	to := newIndexFuncs(all, from.scopedOr(nil), from.nsKeys)
+	return &tableChange{from: from, to: to, vals: func(key string, r *record) (indexValues, []string, error) {
 		v := indexValues{funcs: to, values: make([][]string, len(to.names))}
 		for i := range to.names {
+			if to.keyed[i] {
+				continue // not kept in records
+			}
 			if i < pos {
-				v.values[i] = r.filed(i, len(from.names))
+				v.values[i] = from.filed(key, r, i)
 			} else {
-				v.values[i] = r.filed(i+1, len(from.names))
+				v.values[i] = from.filed(key, r, i+1)
 			}
 		}
 		return v, nil, nil
@@ -409,10 +413,7 @@ func (t *segmentTable) removePrivate(key string, ed *edit) {
 
 // refilePrivate moves e in t's indexes from old's values to rec's, in place.
 func (t *segmentTable) refilePrivate(e *cell, old, rec *record, ed *edit) {
-	idx := t.indices.Load()
-	for i := range idx.byName {
-		idx.byName[i] = refileIndex(ed, idx.byName[i], e, old.filed(i, len(idx.byName)), rec.filed(i, len(idx.byName)))
-	}
+	t.funcs.refileCell(ed, t.indices.Load().byName, e, old, rec)
 }
 
 // IndexStats returns the index name's number of distinct values and of

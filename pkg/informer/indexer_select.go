@@ -58,7 +58,7 @@ type IndexValue struct {
 // ByIndex/List.)
 func (ix *Indexer) Select(from Candidates, sel Selection) ([]any, error) {
 	t := ix.table.Load()
-	s := &selectState{ix: ix, limit: sel.Limit, indexes: len(t.funcs.names)}
+	s := &selectState{ix: ix, limit: sel.Limit, funcs: t.funcs}
 	if sel.Into != nil {
 		if d, ok := ix.codec.(DecoderInto); ok {
 			s.into, s.decoder = sel.Into, d
@@ -103,9 +103,9 @@ type selectState struct {
 	// cannot match labels (nil: labels has no =, == or in requirement).
 	query printQuery
 	filed []filedValue
-	// indexes is the number of indexes of the table read (record.filed).
-	indexes int
-	limit   int
+	// funcs are the index functions of the table read (indexFuncs.filed).
+	funcs *indexFuncs
+	limit int
 	// into and decoder: Selection.Into and the codec that decodes into it
 	// (both nil when Select allocates the objects it returns).
 	into    func() any
@@ -159,7 +159,7 @@ func (s *selectState) fromIndex(t *segmentTable, from Candidates) error {
 				return true
 			}
 			r := e.rec.Load()
-			if !r.filedUnder(i, s.indexes, l.value) {
+			if !s.funcs.filedUnder(e.key, r, i, l.value) {
 				return true
 			}
 			if seen != nil {
@@ -196,7 +196,7 @@ func (s *selectState) visitCell(e *cell) bool {
 func (s *selectState) visit(key string, r *record) bool {
 	s.visited++
 	for _, f := range s.filed {
-		if !f.at.holds(f.index, s.indexes, key, r) {
+		if !f.at.holds(s.funcs, f.index, key, r) {
 			return true
 		}
 	}

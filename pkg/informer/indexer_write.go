@@ -271,13 +271,16 @@ func (b *writeBatch) write(key string, obj any, v prepared) (old, rec *record, e
 
 // newRecord returns the record of obj (or of its encoding data, when not
 // nil) filed under vals, with old's values when none changed; changed
-// reports whether any index value changed. canon, when not nil, gives the
-// string to keep for each new value (see fillFiled). The record's values
-// are its own (copied, not shared with old or vals).
-func newRecord(obj any, data []byte, old *record, vals indexValues, canon func(i int, s string) string) (rec *record, changed bool) {
-	n := len(vals.funcs.names)
-	for i := range n {
-		if !slices.Equal(old.filed(i, n), vals.filed(i)) {
+// reports whether the object must be refiled: an index value changed, or
+// old is nil and a keyed index files the new object under its key's
+// namespace. canon, when not nil, gives the string to keep for each new
+// value of the j-th index a record keeps values of (see fillFiled). The
+// record's values are its own (copied, not shared with old or vals); those
+// of keyed indexes are not kept (filed_values.go).
+func newRecord(obj any, data []byte, old *record, vals indexValues, canon func(j int, s string) string) (rec *record, changed bool) {
+	f := vals.funcs
+	for _, i := range f.storedIndex {
+		if !slices.Equal(f.storedFiled(old, i), vals.filed(i)) {
 			changed = true
 			break
 		}
@@ -292,10 +295,10 @@ func newRecord(obj any, data []byte, old *record, vals indexValues, canon func(i
 	} else {
 		// compute and AddIndexers leave a failed or empty index's values
 		// nil; filed drops a failed index's values.
-		size := filedSize(n, vals.filed)
+		size := filedSize(f.stored, vals.storedFiled)
 		rec = allocRecord(size)
 		if size > 0 {
-			fillFiled(rec.vals, n, vals.filed, canon)
+			fillFiled(rec.vals, f.stored, vals.storedFiled, canon)
 		}
 	}
 	if data != nil {
@@ -303,7 +306,7 @@ func newRecord(obj any, data []byte, old *record, vals indexValues, canon func(i
 	} else {
 		rec.obj = obj
 	}
-	return rec, changed
+	return rec, changed || (old == nil && f.stored < len(f.names))
 }
 
 // allocRecord returns a new record whose vals has length size, in the same
@@ -354,11 +357,13 @@ type recordWith[A any] struct {
 	v A
 }
 
-// canonical returns the string the batch's index i files value s under
-// when it has a bucket for s (the first record's string), else s: records
-// of one value share that string (newRecord's canon). A namespace value of
-// a pod decoded by client-go is a string of its own per pod otherwise.
-func (b *writeBatch) canonical(i int, s string) string {
+// canonical returns the string the batch's j-th index a record keeps values
+// of (indexFuncs.storedIndex) files value s under when it has a bucket for s
+// (the first record's string), else s: records of one value share that
+// string (newRecord's canon). A label value of a pod decoded by client-go is
+// a string of its own per pod otherwise.
+func (b *writeBatch) canonical(j int, s string) string {
+	i := b.t.funcs.storedIndex[j]
 	idx := b.idx
 	if idx == nil {
 		idx = b.t.indices.Load()
@@ -405,9 +410,7 @@ func (b *writeBatch) refile(e *cell, old, rec *record) {
 	if b.ed == nil {
 		b.ed = &edit{}
 	}
-	for i := range b.idx.byName {
-		b.idx.byName[i] = refileIndex(b.ed, b.idx.byName[i], e, old.filed(i, len(b.idx.byName)), rec.filed(i, len(b.idx.byName)))
-	}
+	b.t.funcs.refileCell(b.ed, b.idx.byName, e, old, rec)
 }
 
 // refileIndex moves the cell e in one index from the buckets of oldVals

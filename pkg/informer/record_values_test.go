@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
+	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -12,7 +13,11 @@ import (
 // from the API server is a string of its own; the store keeps one string per
 // indexed value (the bucket's key), not one per record.
 func TestRecordsOfOneValueShareItsString(t *testing.T) {
-	ix := NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	// An index of the namespace by a function of its own: not keyed (the
+	// Indexer keeps its values in records).
+	ix := NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{"ns": func(obj any) ([]string, error) {
+		return []string{obj.(*corev1.Pod).Namespace}, nil
+	}})
 	for _, name := range []string{"a", "b", "c"} {
 		// strings.Clone: a namespace of its own bytes, as a decoder makes it.
 		must(t, ix.Add(pod(strings.Clone("shop"), name, "1")))
@@ -21,9 +26,9 @@ func TestRecordsOfOneValueShareItsString(t *testing.T) {
 	b.put("shop/d", pod(strings.Clone("shop"), "d", "2"))
 	b.commit()
 	t0 := ix.table.Load()
-	first := unsafe.StringData(t0.get("shop/a").filed(0, 1)[0])
+	first := unsafe.StringData(t0.funcs.filed("shop/a", t0.get("shop/a"), 0)[0])
 	for _, key := range []string{"shop/b", "shop/c", "shop/d"} {
-		got := t0.get(key).filed(0, 1)
+		got := t0.funcs.filed(key, t0.get(key), 0)
 		if len(got) != 1 || got[0] != "shop" {
 			t.Fatalf("%s filed under %q, want [shop]", key, got)
 		}
@@ -34,7 +39,8 @@ func TestRecordsOfOneValueShareItsString(t *testing.T) {
 	// A value that changes to one the index has is shared too; the values
 	// that stay are kept.
 	must(t, ix.Update(pod(strings.Clone("shop"), "a", "3")))
-	if got := ix.table.Load().get("shop/a").filed(0, 1); unsafe.StringData(got[0]) != first {
+	t1 := ix.table.Load()
+	if got := t1.funcs.filed("shop/a", t1.get("shop/a"), 0); unsafe.StringData(got[0]) != first {
 		t.Errorf("an update of shop/a changed its namespace string")
 	}
 }
@@ -55,7 +61,7 @@ func TestRecordAndItsValuesAreOneAllocation(t *testing.T) {
 			t.Errorf("size %d: vals %q", size, r.vals)
 		}
 	}
-	funcs := newIndexFuncs(toolscache.Indexers{"a": nil, "b": nil}, nil)
+	funcs := newIndexFuncs(toolscache.Indexers{"a": nil, "b": nil}, nil, false)
 	vals := indexValues{funcs: funcs, values: [][]string{{"x"}, {"y"}}}
 	old, changed := newRecord(nil, []byte("1"), nil, vals, nil)
 	if !changed {
@@ -68,7 +74,7 @@ func TestRecordAndItsValuesAreOneAllocation(t *testing.T) {
 	if &rec.vals[0] == &old.vals[0] {
 		t.Error("an unchanged record shares its predecessor's values")
 	}
-	if got := rec.filed(1, 2); len(got) != 1 || got[0] != "y" {
+	if got := funcs.filed("", rec, 1); len(got) != 1 || got[0] != "y" {
 		t.Errorf("index b: %q, want [y]", got)
 	}
 }

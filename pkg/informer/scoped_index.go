@@ -49,9 +49,9 @@ func (f *indexFuncs) lookupOf(i int, value string) (l indexLookup, ok bool) {
 }
 
 // holds reports whether the object of key, whose current record is r, is
-// filed under l in index i of n.
-func (l indexLookup) holds(i, n int, key string, r *record) bool {
-	return r.filedUnder(i, n, l.value) && inNamespace(key, l.namespace)
+// filed under l in index i of f.
+func (l indexLookup) holds(f *indexFuncs, i int, key string, r *record) bool {
+	return f.filedUnder(key, r, i, l.value) && inNamespace(key, l.namespace)
 }
 
 // inNamespace reports whether key is the key of an object of namespace ns
@@ -91,14 +91,13 @@ func scopedFunc(fn toolscache.IndexFunc) toolscache.IndexFunc {
 // v, and "<ns>/<v>" for each namespace with an object filed under v, sorted
 // (ListIndexFuncValues).
 func (t *segmentTable) scopedValues(i int, idx trie[indexValue, bucket]) []string {
-	n := len(t.funcs.names)
 	out := make([]string, 0, 2*idx.Len())
 	idx.each(func(v indexValue, b bucket) bool {
 		value := string(v)
 		filed := false
 		namespaces := map[string]struct{}{}
 		b.each(func(e *cell) bool {
-			if r := e.rec.Load(); r.filedUnder(i, n, value) {
+			if r := e.rec.Load(); t.funcs.filedUnder(e.key, r, i, value) {
 				filed = true
 				if ns, _, found := strings.Cut(e.key, "/"); found {
 					namespaces[ns] = struct{}{}

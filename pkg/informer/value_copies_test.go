@@ -66,7 +66,7 @@ func heldValues(ix *Indexer) map[string][]string {
 	t.eachCell(func(e *cell) bool {
 		r := e.rec.Load()
 		for i, name := range t.funcs.names {
-			out[name] = append(out[name], r.filed(i, len(t.funcs.names))...)
+			out[name] = append(out[name], t.funcs.filed(e.key, r, i)...)
 		}
 		return true
 	})
@@ -118,9 +118,19 @@ func TestIndexValuesOfObjectsDecodedFromRecordsAreCopies(t *testing.T) {
 			if c.pointsInto(e.namespace) || c.pointsInto(e.rv) || c.pointsInto(string(e.uid)) {
 				t.Fatalf("restored %s keeps its namespace, resourceVersion or uid in the decoder's bytes", e.key)
 			}
-			// The values the store files the record under (Indexer.stored).
+			if c.pointsInto(e.key) {
+				t.Fatalf("restored %s keeps its key (and so its keyed namespace value) in the decoder's bytes", e.key)
+			}
+			// The values the store files the record under (Indexer.stored);
+			// none for the keyed namespace index, derived from the key.
 			for i, name := range e.vals.funcs.names {
 				vals := e.vals.filed(i)
+				if e.vals.funcs.keyed[i] {
+					if vals != nil {
+						t.Fatalf("restored %s has values %q in the keyed index %s, want none", e.key, vals, name)
+					}
+					continue
+				}
 				if len(vals) != 1 {
 					t.Fatalf("restored %s has values %q in index %s, want one", e.key, vals, name)
 				}
@@ -148,10 +158,14 @@ func TestIndexValuesOfObjectsDecodedFromRecordsAreCopies(t *testing.T) {
 		ix := NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
 			"node": nodeNameIndex}, IndexerOptions{Codec: c})
 		must(t, ix.Replace(pods, "100"))
-		must(t, ix.AddIndexers(toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}))
+		// The namespace by a function of its own: not keyed, its values are
+		// kept in the records (a keyed index's are the keys' own prefixes).
+		must(t, ix.AddIndexers(toolscache.Indexers{"ns": func(obj any) ([]string, error) {
+			return []string{obj.(*corev1.Pod).Namespace}, nil
+		}}))
 		check(t, c, ix, 2)
 		// Equal values share one copy.
-		vals := heldValues(ix)[toolscache.NamespaceIndex]
+		vals := heldValues(ix)["ns"]
 		distinct := map[uintptr]bool{}
 		for _, v := range vals {
 			distinct[uintptr(unsafe.Pointer(unsafe.StringData(v)))] = true
