@@ -38,7 +38,7 @@ package informer
 //	errors.go                 ListWatchError, the Reasons
 //	resource_version.go       resourceVersion comparison (as integers when both parse)
 //	progress.go               logging of a long list's progress
-//	encode_stage.go           the encoding stage: queuedItem, the item every later stage reads, encoded after the transform
+//	encode_stage.go           the encoding stage: queuedItem (compact storage), the item every later stage reads
 //	compact_store.go          the Indexer's compact side: encode, decode, lazy handler objects, GetInto
 //	storage_codec.go          StorageCodec and DecoderInto, implemented by package codec
 //	initial_stream.go         the first list, handed to the DeltaFIFO in parts as it arrives

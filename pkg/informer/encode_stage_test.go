@@ -274,60 +274,70 @@ func TestShardFilterEvictsQueuedEarlyEncodedObjectsByTheirUID(t *testing.T) {
 	}
 }
 
-// TestDecodedStorageQueuesItemsThatCarryKeyAndRVAndIndexWhenStored: without
-// compact storage the Reflector's items carry the object itself, its key and
-// resourceVersion, and no index values (the pop loop's write computes them,
-// as client-go's does); the DeltaFIFO keys and records RVs from the item,
-// without calling its key function, and a deleted object's item is neither
-// indexed nor encoded.
-func TestDecodedStorageQueuesItemsThatCarryKeyAndRVAndIndexWhenStored(t *testing.T) {
-	var indexed []string
-	ix := NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{"app": func(obj any) ([]string, error) {
-		p := obj.(*corev1.Pod)
-		indexed = append(indexed, p.Name)
-		return []string{p.Labels["app"]}, nil
-	}})
-	p := fullPod("ns", "a", "7")
-	e, ok := ix.itemOf(p, admitListed).(*queuedItem)
-	if !ok || e.obj != any(p) || e.data != nil || e.key != "ns/a" || e.rv != "7" || e.vals.funcs != nil {
-		t.Fatalf("item = %+v, want the pod itself under ns/a at RV 7, no encoding, no index values", e)
-	}
-	if len(indexed) != 0 {
-		t.Fatalf("index function ran for %q while the item was made; want it run when stored", indexed)
-	}
-	deleted := ix.itemOf(fullPod("ns", "b", "8"), admitDeleted).(*queuedItem)
-	if deleted.obj == nil || deleted.vals.funcs != nil || deleted.data != nil || deleted.rv != "8" {
-		t.Fatalf("deleted item = %+v, want its object and RV, no index values or encoding", deleted)
-	}
+// TestTheDeltaFIFOAndTheWriterReadTheItemsFields: with compact storage the
+// Reflector's item carries its key and resourceVersion, which the DeltaFIFO
+// and the batch writer read without calling the key function or decoding;
+// decoded storage and deleted objects hand on the object itself (as
+// client-go's Reflector does), keyed by the key function and indexed when
+// stored.
+func TestTheDeltaFIFOAndTheWriterReadTheItemsFields(t *testing.T) {
+	for _, compact := range []bool{true, false} {
+		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) {
+			var indexed []string
+			opts := IndexerOptions{}
+			if compact {
+				opts.Codec = podCodec(t)
+			}
+			ix := NewIndexerWithOptions(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{"app": func(obj any) ([]string, error) {
+				p := obj.(*corev1.Pod)
+				indexed = append(indexed, p.Name)
+				return []string{p.Labels["app"]}, nil
+			}}, opts)
+			p := fullPod("ns", "a", "7")
+			queued := ix.itemOf(p, admitWatched)
+			if deleted := ix.itemOf(fullPod("ns", "b", "8"), admitDeleted); deleted.(*corev1.Pod).Name != "b" {
+				t.Fatalf("deleted object queued as %T, want the object itself", deleted)
+			}
+			e, isItem := queued.(*queuedItem)
+			switch {
+			case compact && (!isItem || e.obj != any(p) || e.data == nil || e.key != "ns/a" || e.rv != "7"):
+				t.Fatalf("compact: queued %#v, want an item of ns/a at RV 7 with its encoding and the pod", queued)
+			case compact && len(indexed) != 1:
+				t.Fatalf("compact: index function ran for %q, want once, when the item was made", indexed)
+			case !compact && queued != any(p):
+				t.Fatalf("decoded storage: queued %T, want the pod itself", queued)
+			case !compact && len(indexed) != 0:
+				t.Fatalf("decoded storage: index function ran for %q before the object was stored", indexed)
+			}
 
-	keyCalls := 0
-	fifo := newDeltaFIFO(deltaFIFOOptions{KnownObjects: ix, KeyFunction: func(obj any) (string, error) {
-		keyCalls++
-		return toolscache.MetaNamespaceKeyFunc(obj)
-	}})
-	must(t, fifo.Update(e))
-	if keyCalls != 0 {
-		t.Fatalf("the DeltaFIFO called its key function %d times for an item", keyCalls)
-	}
-	must(t, fifo.Pop(func(ds deltaList, _ bool) error {
-		w := ix.beginBatch(1)
-		defer w.commit()
-		_, _, err := w.swap("ns/a", ds.Newest().Object)
-		return err
-	}))
-	if len(indexed) != 1 || indexed[0] != "a" {
-		t.Fatalf("index function ran for %q, want once for a, when stored", indexed)
-	}
-	got, ok, err := ix.GetByKey("ns/a")
-	if err != nil || !ok || got != any(p) {
-		t.Fatalf("GetByKey = %p, %v, %v; want the pod itself (decoded storage)", got, ok, err)
-	}
-	byApp, err := ix.ByIndex("app", p.Labels["app"])
-	must(t, err)
-	if len(byApp) != 1 {
-		t.Fatalf("ByIndex(app) = %d objects, want 1", len(byApp))
-	}
-	if rv := ix.LastStoreSyncResourceVersion(); rv != "7" {
-		t.Fatalf("store RV = %q, want the item's 7", rv)
+			keyCalls := 0
+			fifo := newDeltaFIFO(deltaFIFOOptions{KnownObjects: ix, KeyFunction: func(obj any) (string, error) {
+				keyCalls++
+				return toolscache.MetaNamespaceKeyFunc(obj)
+			}})
+			must(t, fifo.Update(queued))
+			if want := map[bool]int{true: 0, false: 1}[compact]; keyCalls != want {
+				t.Fatalf("the DeltaFIFO called its key function %d times, want %d", keyCalls, want)
+			}
+			must(t, fifo.Pop(func(ds deltaList, _ bool) error {
+				w := ix.beginBatch(1)
+				defer w.commit()
+				_, _, err := w.swap("ns/a", ds.Newest().Object)
+				return err
+			}))
+			if len(indexed) != 1 || indexed[0] != "a" {
+				t.Fatalf("index function ran for %q, want once for a", indexed)
+			}
+			got, ok, err := ix.GetByKey("ns/a")
+			if err != nil || !ok || !apiequality.Semantic.DeepEqual(got, any(p)) || (got == any(p)) == compact {
+				t.Fatalf("GetByKey = %p, %v, %v; want the pod (a decode of it with compact storage)", got, ok, err)
+			}
+			if byApp, _ := ix.ByIndex("app", p.Labels["app"]); len(byApp) != 1 {
+				t.Fatalf("ByIndex(app) = %d objects, want 1", len(byApp))
+			}
+			if rv := ix.LastStoreSyncResourceVersion(); rv != "7" {
+				t.Fatalf("store RV = %q, want 7", rv)
+			}
+		})
 	}
 }

@@ -87,47 +87,13 @@ func TestKeyedNamespaceIndexAnswersAsTheFunctionItDerives(t *testing.T) {
 	compare := func(round string, names ...string) {
 		t.Helper()
 		for _, name := range names {
-			got, want := keyed.ListIndexFuncValues(name), computed.ListIndexFuncValues(name)
-			slices.Sort(got)
-			slices.Sort(want)
-			if !slices.Equal(got, want) {
-				t.Fatalf("%s: ListIndexFuncValues(%s) = %q, want %q", round, name, got, want)
-			}
 			gv, ge, gok := keyed.IndexStats(name)
 			wv, we, wok := computed.IndexStats(name)
 			if gv != wv || ge != we || gok != wok {
 				t.Fatalf("%s: IndexStats(%s) = %d, %d, %v; want %d, %d, %v", round, name, gv, ge, gok, wv, we, wok)
 			}
-			for _, v := range asked {
-				g, err1 := keyed.ByIndex(name, v)
-				w, err2 := computed.ByIndex(name, v)
-				if err1 != nil || err2 != nil || !slices.Equal(keysSorted(g), keysSorted(w)) {
-					t.Fatalf("%s: ByIndex(%s, %q) = %v (%v), want %v (%v)", round, name, v, keysSorted(g), err1, keysSorted(w), err2)
-				}
-				gk, _ := keyed.IndexKeys(name, v)
-				wk, _ := computed.IndexKeys(name, v)
-				if !slices.Equal(gk, wk) {
-					t.Fatalf("%s: IndexKeys(%s, %q) = %v, want %v", round, name, v, gk, wk)
-				}
-				if g, w := keyed.IndexCount(name, v), computed.IndexCount(name, v); g != w {
-					t.Fatalf("%s: IndexCount(%s, %q) = %d, want %d", round, name, v, g, w)
-				}
-				sel := Selection{Filed: []IndexValue{{Index: name, Value: v}, {Index: "label:app", Value: "x"}}}
-				cands := Candidates{Index: name, Values: []string{v, "b"}}
-				g, err1 = keyed.Select(cands, sel)
-				w, err2 = computed.Select(cands, sel)
-				if err1 != nil || err2 != nil || !slices.Equal(keysSorted(g), keysSorted(w)) {
-					t.Fatalf("%s: Select(%s, %q) = %v (%v), want %v (%v)", round, name, v, keysSorted(g), err1, keysSorted(w), err2)
-				}
-			}
-			for i := range 40 {
-				obj := object(i)
-				g, err1 := keyed.Index(name, obj)
-				w, err2 := computed.Index(name, obj)
-				if err1 != nil || err2 != nil || !slices.Equal(keysSorted(g), keysSorted(w)) {
-					t.Fatalf("%s: Index(%s, o%d) = %v, want %v", round, name, i, keysSorted(g), keysSorted(w))
-				}
-			}
+			sameIndexReads(t, round, keyed, computed, indexReads{name: name, asked: asked, objects: 40, object: object,
+				candidate: "b", filed: []IndexValue{{Index: "label:app", Value: "x"}}})
 		}
 		if g, w := keysSorted(keyed.List()), keysSorted(computed.List()); !slices.Equal(g, w) {
 			t.Fatalf("%s: List = %v, want %v", round, g, w)

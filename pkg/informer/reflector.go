@@ -107,9 +107,9 @@ type reflectorOptions struct {
 
 	// metrics are the informer's series; nil outside an informer.
 	metrics *informerMetrics
-	// item, set by an informer, turns each transformed object into the
-	// item the store is given in its place (see Indexer.itemOf: key,
-	// resourceVersion, index values, the encoding with compact storage).
+	// item, set by an informer, turns each transformed object into what the
+	// store is given in its place (see Indexer.itemOf: with compact storage,
+	// an item with the key, resourceVersion, index values and encoding).
 	// nil: the store is given the object.
 	item func(obj runtime.Object, how admitHow) any
 	// snapshot, set by an informer with snapshots on, is the snapshot the
@@ -397,7 +397,7 @@ const (
 	// admitWatched: an added or modified object, encoded early and kept
 	// decoded for the handlers.
 	admitWatched
-	// admitDeleted: a deleted object, neither encoded nor indexed (the store
+	// admitDeleted: a deleted object, handed on as transformed (the store
 	// only removes its key).
 	admitDeleted
 )

@@ -105,49 +105,13 @@ func TestNamespaceScopedIndexAnswersAsControllerRuntimesLayout(t *testing.T) {
 		}
 	}
 	asked = append(asked, "/x", "__all_namespaces", "")
-	keysOf := func(objs []any) []string {
-		out := make([]string, 0, len(objs))
-		for _, o := range objs {
-			k, _ := toolscache.MetaNamespaceKeyFunc(o)
-			out = append(out, k)
-		}
-		slices.Sort(out)
-		return out
-	}
 	compare := func(round string, names ...string) {
 		t.Helper()
 		for _, name := range names {
-			if got, want := scoped.ListIndexFuncValues(name), layout.ListIndexFuncValues(name); !slices.Equal(got, want) {
-				t.Fatalf("%s: ListIndexFuncValues(%s) = %q, want %q", round, name, got, want)
-			}
-			for _, v := range asked {
-				got, err1 := scoped.ByIndex(name, v)
-				want, err2 := layout.ByIndex(name, v)
-				if err1 != nil || err2 != nil || !slices.Equal(keysOf(got), keysOf(want)) {
-					t.Fatalf("%s: ByIndex(%s, %q) = %v (%v), want %v (%v)", round, name, v, keysOf(got), err1, keysOf(want), err2)
-				}
-				gotKeys, _ := scoped.IndexKeys(name, v)
-				if wantKeys, _ := layout.IndexKeys(name, v); !slices.Equal(gotKeys, wantKeys) {
-					t.Fatalf("%s: IndexKeys(%s, %q) = %v, want %v", round, name, v, gotKeys, wantKeys)
-				}
-				if got, want := scoped.IndexCount(name, v), layout.IndexCount(name, v); got != want {
-					t.Fatalf("%s: IndexCount(%s, %q) = %d, want %d", round, name, v, got, want)
-				}
-				sel, err1 := scoped.Select(Candidates{Index: name, Values: []string{v, allNamespacesPrefix + "y"}},
-					Selection{Filed: []IndexValue{{Index: name, Value: v}}})
-				want, err2 = layout.Select(Candidates{Index: name, Values: []string{v, allNamespacesPrefix + "y"}},
-					Selection{Filed: []IndexValue{{Index: name, Value: v}}})
-				if err1 != nil || err2 != nil || !slices.Equal(keysOf(sel), keysOf(want)) {
-					t.Fatalf("%s: Select(%s, %q) = %v (%v), want %v (%v)", round, name, v, keysOf(sel), err1, keysOf(want), err2)
-				}
-			}
+			sameIndexReads(t, round, scoped, layout, indexReads{name: name, asked: asked, objects: 40, object: object,
+				candidate: allNamespacesPrefix + "y"})
 			for i := range 40 {
 				obj := object(i)
-				got, err1 := scoped.Index(name, obj)
-				want, err2 := layout.Index(name, obj)
-				if err1 != nil || err2 != nil || !slices.Equal(keysOf(got), keysOf(want)) {
-					t.Fatalf("%s: Index(%s, o%d) = %v, want %v", round, name, i, keysOf(got), keysOf(want))
-				}
 				fnGot, _ := scoped.GetIndexers()[name](obj)
 				fnWant, _ := layout.GetIndexers()[name](obj)
 				if !slices.Equal(fnGot, fnWant) {
@@ -203,5 +167,60 @@ func TestNamespaceScopedIndexAnswersAsControllerRuntimesLayout(t *testing.T) {
 	if namespaced == 0 || scopedEntries != labelled || layoutEntries != labelled+namespaced {
 		t.Errorf("entries: scoped %d, layout %d; want %d and %d (%d labelled objects, %d namespaced)",
 			scopedEntries, layoutEntries, labelled, labelled+namespaced, labelled, namespaced)
+	}
+}
+
+// indexReads names what sameIndexReads asks of an index: each value of asked
+// (ByIndex, IndexKeys, IndexCount, and Select of candidates {value,
+// candidate} filed under the value and filed), and Index of object(i) for i
+// below objects.
+type indexReads struct {
+	name      string
+	asked     []string
+	candidate string
+	filed     []IndexValue
+	objects   int
+	object    func(i int) any
+}
+
+// sameIndexReads fails t unless got answers every read r names, and
+// ListIndexFuncValues, as want does (keys compared, sorted).
+func sameIndexReads(t *testing.T, round string, got, want *Indexer, r indexReads) {
+	t.Helper()
+	name := r.name
+	g, w := got.ListIndexFuncValues(name), want.ListIndexFuncValues(name)
+	slices.Sort(g)
+	slices.Sort(w)
+	if !slices.Equal(g, w) {
+		t.Fatalf("%s: ListIndexFuncValues(%s) = %q, want %q", round, name, g, w)
+	}
+	for _, v := range r.asked {
+		gObjs, err1 := got.ByIndex(name, v)
+		wObjs, err2 := want.ByIndex(name, v)
+		if err1 != nil || err2 != nil || !slices.Equal(keysSorted(gObjs), keysSorted(wObjs)) {
+			t.Fatalf("%s: ByIndex(%s, %q) = %v (%v), want %v (%v)", round, name, v, keysSorted(gObjs), err1, keysSorted(wObjs), err2)
+		}
+		gKeys, _ := got.IndexKeys(name, v)
+		if wKeys, _ := want.IndexKeys(name, v); !slices.Equal(gKeys, wKeys) {
+			t.Fatalf("%s: IndexKeys(%s, %q) = %v, want %v", round, name, v, gKeys, wKeys)
+		}
+		if g, w := got.IndexCount(name, v), want.IndexCount(name, v); g != w {
+			t.Fatalf("%s: IndexCount(%s, %q) = %d, want %d", round, name, v, g, w)
+		}
+		cands := Candidates{Index: name, Values: []string{v, r.candidate}}
+		sel := Selection{Filed: append([]IndexValue{{Index: name, Value: v}}, r.filed...)}
+		gObjs, err1 = got.Select(cands, sel)
+		wObjs, err2 = want.Select(cands, sel)
+		if err1 != nil || err2 != nil || !slices.Equal(keysSorted(gObjs), keysSorted(wObjs)) {
+			t.Fatalf("%s: Select(%s, %q) = %v (%v), want %v (%v)", round, name, v, keysSorted(gObjs), err1, keysSorted(wObjs), err2)
+		}
+	}
+	for i := range r.objects {
+		obj := r.object(i)
+		gObjs, err1 := got.Index(name, obj)
+		wObjs, err2 := want.Index(name, obj)
+		if err1 != nil || err2 != nil || !slices.Equal(keysSorted(gObjs), keysSorted(wObjs)) {
+			t.Fatalf("%s: Index(%s, o%d) = %v, want %v", round, name, i, keysSorted(gObjs), keysSorted(wObjs))
+		}
 	}
 }
