@@ -16,6 +16,28 @@ import (
 // codec cannot encode stay decoded and are deep-copied on read, so every read
 // returns an object of its own.
 
+// handlerView returns what handlers receive for an object queued in the
+// DeltaFIFO: an item's object (a watch event's, or any without compact
+// storage), a lazyObject for a listed one held encoded (with the weak
+// reference to the listed object), and for a tombstone whose last known
+// object is an item, a tombstone holding that item's view. Anything else is
+// returned as is.
+func (ix *Indexer) handlerView(o any) any {
+	switch v := o.(type) {
+	case *queuedItem:
+		if v.obj != nil {
+			return v.obj
+		}
+		return &lazyObject{ix: ix, key: v.key, data: v.data, hint: v.hint}
+	case toolscache.DeletedFinalStateUnknown:
+		if e, ok := v.Obj.(*queuedItem); ok {
+			v.Obj = ix.handlerView(e)
+		}
+		return v
+	}
+	return o
+}
+
 // decode decodes data stored under key.
 func (ix *Indexer) decode(key string, data []byte) (any, error) {
 	obj, err := ix.codec.Decode(data)

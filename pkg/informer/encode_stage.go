@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // The encoding stage of the data path, between the Reflector's transform and
@@ -18,8 +17,8 @@ import (
 // queues the object itself, as client-go does).
 // Every later stage reads the item's fields: the DeltaFIFO its key and RV,
 // the batch writer what it stores (stored, when the index functions changed
-// since), the informer loop what handlers receive (handlerView for a lazy or
-// tombstoned object), a shard selector its namespace and uid.
+// since), the informer loop what handlers receive (compact_store.go
+// handlerView), a shard selector its namespace and uid.
 //
 // Early encoding: with compact storage on, the Reflector encodes each object
 // it receives right after the transform, and the DeltaFIFO queues the
@@ -126,27 +125,4 @@ func (ix *Indexer) stored(e *queuedItem, funcs *indexFuncs) (obj any, data []byt
 		return nil, e.data, indexValues{funcs: funcs, values: make([][]string, len(funcs.names))}
 	}
 	return nil, e.data, funcs.compute(decoded)
-}
-
-// handlerView returns what handlers receive for an object queued in the
-// DeltaFIFO: an item's object (a watch event's, or any without compact
-// storage), a lazyObject for a listed one held encoded (with the weak
-// reference to the listed object), and for a tombstone whose last known
-// object is an item, a tombstone holding that item's view. Anything else is
-// returned as is. The informer loop reads an item's object itself and calls
-// this for the rest.
-func (ix *Indexer) handlerView(o any) any {
-	switch v := o.(type) {
-	case *queuedItem:
-		if v.obj != nil {
-			return v.obj
-		}
-		return &lazyObject{ix: ix, key: v.key, data: v.data, hint: v.hint}
-	case toolscache.DeletedFinalStateUnknown:
-		if e, ok := v.Obj.(*queuedItem); ok {
-			v.Obj = ix.handlerView(e)
-		}
-		return v
-	}
-	return o
 }

@@ -194,18 +194,6 @@ func keyNamespace(key string) string {
 	return ""
 }
 
-// filed returns the values the record r of key is filed under in index i
-// of f (nil: r is nil). For a keyed index it allocates the one value's slice.
-func (f *indexFuncs) filed(key string, r *record, i int) []string {
-	if r == nil {
-		return nil
-	}
-	if f.keyed[i] {
-		return []string{keyNamespace(key)}
-	}
-	return r.vals.of(f.pos[i], f.stored)
-}
-
 // filedUnder reports whether the record r of key is filed under value in
 // index i of f.
 func (f *indexFuncs) filedUnder(key string, r *record, i int, value string) bool {
@@ -215,7 +203,7 @@ func (f *indexFuncs) filedUnder(key string, r *record, i int, value string) bool
 	if f.keyed[i] {
 		return keyNamespace(key) == value
 	}
-	return slices.Contains(r.vals.of(f.pos[i], f.stored), value)
+	return slices.Contains(r.vals.of(f.pos[i], len(f.storedIndex)), value)
 }
 
 // storedFiled returns the values r keeps for index i of f, which is not
@@ -224,7 +212,7 @@ func (f *indexFuncs) storedFiled(r *record, i int) []string {
 	if r == nil {
 		return nil
 	}
-	return r.vals.of(f.pos[i], f.stored)
+	return r.vals.of(f.pos[i], len(f.storedIndex))
 }
 
 // refileCell moves the cell e, in every index of byName (aligned with f),

@@ -54,12 +54,11 @@ type indexFuncs struct {
 	// nsKeys: the Indexer's keys are "<namespace>/<name>"; keyed[i]: index i
 	// files each object under its key's namespace, not kept in records
 	// (filed_values.go); pos[i] is the position of index i among those a
-	// record keeps values of (-1: keyed), stored their number, storedIndex
-	// the index at each such position.
+	// record keeps values of (-1: keyed), storedIndex the index at each such
+	// position.
 	nsKeys      bool
 	keyed       []bool
 	pos         []int
-	stored      int
 	storedIndex []int
 }
 
@@ -138,9 +137,8 @@ func newIndexFuncs(indexers toolscache.Indexers, scoped func(name string) bool, 
 			f.pos = append(f.pos, -1)
 			continue
 		}
-		f.pos = append(f.pos, f.stored)
+		f.pos = append(f.pos, len(f.storedIndex))
 		f.storedIndex = append(f.storedIndex, i)
-		f.stored++
 	}
 	return f
 }
@@ -488,7 +486,7 @@ func (ix *Indexer) AddIndexers(newIndexers toolscache.Indexers) error {
 				vals.values[i] = newVals.filed(j)
 			} else {
 				k, _ := slices.BinarySearch(cur.funcs.names, name)
-				vals.values[i] = cur.funcs.filed(key, r, k)
+				vals.values[i] = cur.funcs.storedFiled(r, k)
 			}
 		}
 		rec, _ := newRecord(r.obj, r.data, nil, vals, nil)

@@ -150,9 +150,9 @@ func addChange(from *indexFuncs, name string, fn toolscache.IndexFunc,
 			switch {
 			case to.keyed[i]: // not kept in records
 			case i < pos:
-				v.values[i] = from.filed(key, r, i)
+				v.values[i] = from.storedFiled(r, i)
 			case i > pos:
-				v.values[i] = from.filed(key, r, i-1)
+				v.values[i] = from.storedFiled(r, i-1)
 			}
 		}
 		obj := r.obj
@@ -185,16 +185,16 @@ func removeChange(from *indexFuncs, name string) (*tableChange, error) {
 	all := indexersOf(from)
 	delete(all, name)
 	to := newIndexFuncs(all, from.scopedOr(nil), from.nsKeys)
-	return &tableChange{from: from, to: to, vals: func(key string, r *record) (indexValues, []string, error) {
+	return &tableChange{from: from, to: to, vals: func(_ string, r *record) (indexValues, []string, error) {
 		v := indexValues{funcs: to, values: make([][]string, len(to.names))}
 		for i := range to.names {
 			if to.keyed[i] {
 				continue // not kept in records
 			}
 			if i < pos {
-				v.values[i] = from.filed(key, r, i)
+				v.values[i] = from.storedFiled(r, i)
 			} else {
-				v.values[i] = from.filed(key, r, i+1)
+				v.values[i] = from.storedFiled(r, i+1)
 			}
 		}
 		return v, nil, nil

@@ -295,10 +295,10 @@ func newRecord(obj any, data []byte, old *record, vals indexValues, canon func(j
 	} else {
 		// compute and AddIndexers leave a failed or empty index's values
 		// nil; filed drops a failed index's values.
-		size := filedSize(f.stored, vals.storedFiled)
+		size := filedSize(len(f.storedIndex), vals.storedFiled)
 		rec = allocRecord(size)
 		if size > 0 {
-			fillFiled(rec.vals, f.stored, vals.storedFiled, canon)
+			fillFiled(rec.vals, len(f.storedIndex), vals.storedFiled, canon)
 		}
 	}
 	if data != nil {
@@ -306,7 +306,7 @@ func newRecord(obj any, data []byte, old *record, vals indexValues, canon func(j
 	} else {
 		rec.obj = obj
 	}
-	return rec, changed || (old == nil && f.stored < len(f.names))
+	return rec, changed || (old == nil && len(f.storedIndex) < len(f.names))
 }
 
 // allocRecord returns a new record whose vals has length size, in the same

@@ -361,7 +361,7 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 		ListProgressInterval: s.opts.ListProgressInterval,
 		ShardSelector:        s.shard.Load(),
 		metrics:              im,
-		item:                 s.indexer.itemOf,
+		item:                 s.itemStage(),
 		snapshot:             snapSource,
 	})
 	for _, h := range s.handlers {
@@ -417,6 +417,16 @@ func (s *SharedIndexInformer) RunWithContext(ctx context.Context) {
 	for _, h := range handlers {
 		<-h.Stopped()
 	}
+}
+
+// itemStage returns the Reflector's item option: the Indexer's encoding stage
+// with compact storage on, nil without (the Reflector then hands on each
+// object as it is, with no call per object).
+func (s *SharedIndexInformer) itemStage() func(runtime.Object, admitHow) any {
+	if !s.indexer.readsCopy() {
+		return nil
+	}
+	return s.indexer.itemOf
 }
 
 // AddEventHandler adds a handler with the informer's default resync period.
@@ -669,7 +679,7 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 				}
 				s.removals.note(key)
 				if listening {
-					notes = append(notes, batchNote{key: key, n: notification{kind: noteDelete, newObj: s.handlerView(d.Object)}})
+					notes = append(notes, batchNote{key: key, n: notification{kind: noteDelete, newObj: s.indexer.handlerView(d.Object)}})
 				}
 				continue
 			}
@@ -680,10 +690,10 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 			switch {
 			case !listening:
 			case old == nil:
-				notes = append(notes, batchNote{key: key, n: notification{kind: noteAdd, newObj: s.handlerView(d.Object), initial: p.initial}})
+				notes = append(notes, batchNote{key: key, n: notification{kind: noteAdd, newObj: s.indexer.handlerView(d.Object), initial: p.initial}})
 			default:
 				isSync := d.Type == deltaSync || (d.Type == deltaReplaced && s.indexer.sameStored(old, rec, d.Object))
-				n := notification{kind: noteUpdate, oldObj: s.indexer.handlerObject(key, old), newObj: s.handlerView(d.Object)}
+				n := notification{kind: noteUpdate, oldObj: s.indexer.handlerObject(key, old), newObj: s.indexer.handlerView(d.Object)}
 				notes = append(notes, batchNote{key: key, n: n, isSync: isSync})
 			}
 		}
@@ -704,16 +714,6 @@ func (s *SharedIndexInformer) handleBatch(batch []poppedKey, queued int) error {
 		s.notes = nil
 	}
 	return errors.Join(errs...)
-}
-
-// handlerView returns what handlers receive for the queued object o: an
-// item's decoded object, else Indexer.handlerView's (a lazy object over an
-// item's encoding, a tombstone's view, or o as it is).
-func (s *SharedIndexInformer) handlerView(o any) any {
-	if e, ok := o.(*queuedItem); ok && e.obj != nil {
-		return e.obj
-	}
-	return s.indexer.handlerView(o)
 }
 
 // distribute hands n to every handler (only to those due for resync when

@@ -33,8 +33,8 @@ func TestKeyedNamespaceIndexAnswersAsTheFunctionItDerives(t *testing.T) {
 	computed := NewIndexer(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.Indexers{
 		toolscache.NamespaceIndex: namespaceByFunc, "label:app": plainLabel("app"),
 	})
-	if f := keyed.table.Load().funcs; !f.keyed[1] || f.stored != 1 {
-		t.Fatalf("keyed Indexer: keyed %v, %d indexes kept in records; want the namespace index keyed", f.keyed, f.stored)
+	if f := keyed.table.Load().funcs; !f.keyed[1] || len(f.storedIndex) != 1 {
+		t.Fatalf("keyed Indexer: keyed %v, %d indexes kept in records; want the namespace index keyed", f.keyed, len(f.storedIndex))
 	}
 	if f := computed.table.Load().funcs; slices.Contains(f.keyed, true) {
 		t.Fatalf("an index of another function is keyed: %v", f.keyed)
@@ -134,8 +134,8 @@ func TestKeyedNamespaceIndexAnswersAsTheFunctionItDerives(t *testing.T) {
 	must(t, computed.RemoveIndex(ctx, toolscache.NamespaceIndex))
 	write(40)
 	compare("after RemoveIndex", "label:app", "ns2", "ns3")
-	if f := keyed.table.Load().funcs; f.stored != 1 || len(f.names) != 3 {
-		t.Fatalf("after the changes: %d of %v kept in records, want 1 (label:app)", f.stored, f.names)
+	if f := keyed.table.Load().funcs; len(f.storedIndex) != 1 || len(f.names) != 3 {
+		t.Fatalf("after the changes: %d of %v kept in records, want 1 (label:app)", len(f.storedIndex), f.names)
 	}
 }
 
@@ -156,4 +156,17 @@ func keysSorted(objs []any) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// filed returns the values the record r of key is filed under in index i
+// of f (nil: r is nil), a keyed index's derived from key (the store itself
+// reads a keyed value only through filedUnder and refileCell).
+func (f *indexFuncs) filed(key string, r *record, i int) []string {
+	if r == nil {
+		return nil
+	}
+	if f.keyed[i] {
+		return []string{keyNamespace(key)}
+	}
+	return r.vals.of(f.pos[i], len(f.storedIndex))
 }

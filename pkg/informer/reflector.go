@@ -107,8 +107,8 @@ type reflectorOptions struct {
 
 	// metrics are the informer's series; nil outside an informer.
 	metrics *informerMetrics
-	// item, set by an informer, turns each transformed object into what the
-	// store is given in its place (see Indexer.itemOf: with compact storage,
+	// item, set by an informer with compact storage, turns each transformed
+	// object into what the store is given in its place (see Indexer.itemOf:
 	// an item with the key, resourceVersion, index values and encoding).
 	// nil: the store is given the object.
 	item func(obj runtime.Object, how admitHow) any
